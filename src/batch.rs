@@ -1,0 +1,336 @@
+//! One SQS batch: parse every record, group by order, apply each group's
+//! events in order with bounded concurrency across groups, and turn the
+//! outcomes into an `SqsBatchResponse`.
+//!
+//! The invariant: a message is left out of `batchItemFailures` (so SQS deletes
+//! it) only if its outcome is acknowledged, i.e. its effect is committed or is
+//! known never to need committing. Everything else goes back to the queue.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsMessage};
+use futures_util::StreamExt;
+use thiserror::Error;
+use tokio::time::Instant;
+use tracing::{Instrument, Span, field};
+
+use crate::domain::{Outcome, Skip, classify_refusal};
+use crate::error::StoreError;
+use crate::event::{OrderEvent, ParseError, parse_body};
+use crate::store::{OrderStore, Write};
+
+/// How a batch is run (from [`crate::config::Config`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub max_concurrency: usize,
+    pub deadline_margin: Duration,
+}
+
+/// The outcome of one record, in the batch's arrival order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordReport {
+    pub message_id: Option<String>,
+    pub order_id: Option<String>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BatchReport {
+    pub records: Vec<RecordReport>,
+}
+
+/// Why the invocation itself fails (Lambda then retries the whole batch).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BatchError {
+    #[error(
+        "all {0} records failed on DynamoDB errors; failing the invocation so the outage shows in Lambda's error metrics"
+    )]
+    Outage(usize),
+    #[error("{0} failed record(s) carry no messageId; failing the whole batch so none is lost")]
+    Unidentifiable(usize),
+}
+
+impl BatchReport {
+    pub fn outcomes(&self) -> impl Iterator<Item = &Outcome> {
+        self.records.iter().map(|r| &r.outcome)
+    }
+
+    /// The response Lambda expects with `ReportBatchItemFailures`, or an
+    /// invocation error when partial failure cannot express the situation.
+    pub fn to_response(&self) -> Result<SqsBatchResponse, BatchError> {
+        let failed: Vec<&RecordReport> = self.records.iter().filter(|r| !r.outcome.acknowledge()).collect();
+        // An empty or unknown itemIdentifier makes Lambda fail the whole batch
+        // anyway; say so explicitly instead of sending a malformed response.
+        let unidentifiable = failed
+            .iter()
+            .filter(|r| r.message_id.as_deref().is_none_or(|id| id.trim().is_empty()))
+            .count();
+        if unidentifiable > 0 {
+            return Err(BatchError::Unidentifiable(unidentifiable));
+        }
+        let infra = |o: &Outcome| matches!(o, Outcome::Failed(_) | Outcome::NotAttempted(_));
+        if !self.records.is_empty()
+            && self.outcomes().all(infra)
+            && self.outcomes().any(|o| matches!(o, Outcome::Failed(_)))
+        {
+            return Err(BatchError::Outage(self.records.len()));
+        }
+        let mut response = SqsBatchResponse::default();
+        let mut seen = std::collections::HashSet::new();
+        for r in failed {
+            if let Some(id) = &r.message_id
+                && seen.insert(id.as_str())
+            {
+                response.add_failure(id.clone());
+            }
+        }
+        Ok(response)
+    }
+}
+
+/// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
+pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+}
+
+/// Is this batch from a FIFO queue? (Lambda sends one queue per batch.)
+fn is_fifo(records: &[SqsMessage]) -> bool {
+    records
+        .iter()
+        .any(|r| r.event_source_arn.as_deref().is_some_and(|arn| arn.ends_with(".fifo")))
+}
+
+/// Run a batch to completion (or to the deadline). Never panics on input and
+/// returns exactly one report per record.
+pub async fn process(store: &OrderStore, settings: Settings, records: &[SqsMessage], deadline: Instant) -> BatchReport {
+    let fifo = is_fifo(records);
+    // Parse first, then apply: a bad body is settled here and never blocks a
+    // good one (except behind it in its own FIFO group).
+    let parsed: Vec<Result<OrderEvent, ParseError>> =
+        records.iter().map(|r| parse_body(r.body.as_deref())).collect();
+
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; records.len()];
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<String, usize> = HashMap::new();
+    for (i, (record, ev)) in records.iter().zip(&parsed).enumerate() {
+        // FIFO order is per MessageGroupId; a standard queue has no order, so
+        // we impose the producer's: per orderId, by seq.
+        let key = if fifo {
+            record
+                .attributes
+                .get("MessageGroupId")
+                .map(|g| format!("g:{g}"))
+                .or_else(|| ev.as_ref().ok().map(|e| format!("o:{}", e.order_id)))
+        } else {
+            ev.as_ref().ok().map(|e| format!("o:{}", e.order_id))
+        };
+        match key {
+            Some(key) => {
+                let g = *group_of.entry(key).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+                groups[g].push(i);
+            }
+            None => {
+                let err = ev.as_ref().err().cloned().unwrap_or(ParseError::MissingBody);
+                let outcome = Outcome::Invalid(err);
+                record_span(record, None).in_scope(|| log_outcome(&outcome));
+                outcomes[i] = Some(outcome);
+            }
+        }
+    }
+    if !fifo {
+        for g in &mut groups {
+            // Stable: equal seqs keep arrival order (the second is then a
+            // duplicate or a conflict of the first).
+            g.sort_by_key(|&i| parsed[i].as_ref().map(|e| e.seq).ok());
+        }
+    }
+
+    let ctx = GroupCtx {
+        store,
+        records,
+        parsed: &parsed,
+        fifo,
+        cutoff: deadline.checked_sub(settings.deadline_margin).unwrap_or(deadline),
+    };
+    let mut done = futures_util::stream::iter(groups)
+        .map(|g| ctx.run_group(g))
+        .buffer_unordered(settings.max_concurrency.max(1));
+    while let Some(group_outcomes) = done.next().await {
+        for (i, o) in group_outcomes {
+            outcomes[i] = Some(o);
+        }
+    }
+    drop(done);
+
+    BatchReport {
+        records: records
+            .iter()
+            .zip(&parsed)
+            .zip(outcomes)
+            .map(|((r, ev), o)| RecordReport {
+                message_id: r.message_id.clone(),
+                order_id: ev.as_ref().ok().map(|e| e.order_id.to_string()),
+                // Every index is filled above: either settled at parse time or
+                // by its group. Defensive default: a failure, never an ack.
+                outcome: o.unwrap_or(Outcome::Failed(StoreError::InconsistentRefusal)),
+            })
+            .collect(),
+    }
+}
+
+struct GroupCtx<'a> {
+    store: &'a OrderStore,
+    records: &'a [SqsMessage],
+    parsed: &'a [Result<OrderEvent, ParseError>],
+    fifo: bool,
+    /// No write starts, and none is awaited, past this instant.
+    cutoff: Instant,
+}
+
+impl GroupCtx<'_> {
+    /// Apply one group's records one after another.
+    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, Outcome)> {
+        let mut out = Vec::with_capacity(indices.len());
+        let mut blocked = false;
+        for i in indices {
+            let ev = self.parsed[i].as_ref().ok();
+            let span = record_span(&self.records[i], ev);
+            let outcome = match &self.parsed[i] {
+                _ if blocked => Outcome::NotAttempted(Skip::FifoGroupBlocked),
+                Err(e) => Outcome::Invalid(e.clone()),
+                Ok(ev) => self.apply(ev).instrument(span.clone()).await,
+            };
+            span.in_scope(|| log_outcome(&outcome));
+            // FIFO: once a record of the group is not acknowledged, applying a
+            // later one would reorder the group, so the rest wait for the
+            // redelivery.
+            if self.fifo && !outcome.acknowledge() {
+                blocked = true;
+            }
+            out.push((i, outcome));
+        }
+        out
+    }
+
+    async fn apply(&self, ev: &OrderEvent) -> Outcome {
+        if Instant::now() >= self.cutoff {
+            return Outcome::NotAttempted(Skip::Deadline);
+        }
+        // Past the cutoff we stop waiting; the write may still commit, which
+        // is fine: the record is reported failed, and its redelivery will be
+        // classified as Duplicate.
+        match tokio::time::timeout_at(self.cutoff, self.store.apply(ev)).await {
+            Err(_elapsed) => Outcome::Failed(StoreError::DeadlineExceeded),
+            Ok(Ok(Write::Applied)) => Outcome::Applied,
+            Ok(Ok(Write::Refused(current))) => classify_refusal(ev, current.as_ref()),
+            Ok(Err(e)) => Outcome::Failed(e),
+        }
+    }
+}
+
+fn record_span(record: &SqsMessage, ev: Option<&OrderEvent>) -> Span {
+    tracing::info_span!(
+        "record",
+        message_id = record.message_id.as_deref().unwrap_or("-"),
+        order_id = ev.map(|e| e.order_id.as_str()),
+        event_id = ev.map(|e| e.event_id.as_str()),
+        seq = ev.map(|e| e.seq.get()),
+        event_type = ev.map(|e| e.kind().as_str()),
+        outcome = field::Empty,
+    )
+}
+
+/// One log line per record, at a level that matches what an operator must do.
+fn log_outcome(outcome: &Outcome) {
+    Span::current().record("outcome", outcome.label());
+    match outcome {
+        Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. } | Outcome::Early { .. } => {
+            tracing::info!(detail = %outcome, "record processed")
+        }
+        Outcome::Rejected { .. } | Outcome::NotAttempted(_) => {
+            tracing::warn!(detail = %outcome, "record processed")
+        }
+        Outcome::Failed(e) if e.is_retryable() => tracing::warn!(detail = %outcome, "record processed"),
+        Outcome::Failed(_) | Outcome::Conflict(_) | Outcome::Invalid(_) => {
+            tracing::error!(detail = %outcome, "record processed")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ConflictKind, Status};
+    use crate::event::EventKind;
+
+    fn rep(id: Option<&str>, outcome: Outcome) -> RecordReport {
+        RecordReport {
+            message_id: id.map(str::to_owned),
+            order_id: None,
+            outcome,
+        }
+    }
+
+    fn ids(r: &SqsBatchResponse) -> Vec<&str> {
+        r.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect()
+    }
+
+    #[test]
+    fn only_unacknowledged_records_are_reported() {
+        let report = BatchReport {
+            records: vec![
+                rep(Some("a"), Outcome::Applied),
+                rep(Some("b"), Outcome::Early { current: Some(Status::Placed), event: EventKind::Shipped }),
+                rep(Some("c"), Outcome::Rejected { current: Some(Status::Cancelled), event: EventKind::Paid }),
+                rep(Some("d"), Outcome::Conflict(ConflictKind::ChangedPayload)),
+                rep(Some("e"), Outcome::Failed(StoreError::Timeout)),
+            ],
+        };
+        assert_eq!(ids(&report.to_response().unwrap()), ["b", "d", "e"]);
+    }
+
+    #[test]
+    fn a_failure_without_message_id_fails_the_invocation() {
+        let report = BatchReport {
+            records: vec![rep(Some("a"), Outcome::Applied), rep(None, Outcome::Invalid(ParseError::MissingBody))],
+        };
+        assert_eq!(report.to_response().unwrap_err(), BatchError::Unidentifiable(1));
+        // ...but an acknowledged record without an id needs no identifier.
+        let report = BatchReport {
+            records: vec![rep(None, Outcome::Applied)],
+        };
+        assert!(report.to_response().unwrap().batch_item_failures.is_empty());
+    }
+
+    #[test]
+    fn all_infrastructure_failures_fail_the_invocation() {
+        let report = BatchReport {
+            records: vec![
+                rep(Some("a"), Outcome::Failed(StoreError::Network)),
+                rep(Some("b"), Outcome::NotAttempted(Skip::FifoGroupBlocked)),
+            ],
+        };
+        assert_eq!(report.to_response().unwrap_err(), BatchError::Outage(2));
+        // One record that was not an infrastructure failure: partial response.
+        let report = BatchReport {
+            records: vec![
+                rep(Some("a"), Outcome::Failed(StoreError::Network)),
+                rep(Some("b"), Outcome::Invalid(ParseError::MissingBody)),
+            ],
+        };
+        assert_eq!(ids(&report.to_response().unwrap()), ["a", "b"]);
+    }
+
+    #[test]
+    fn empty_batch_is_an_empty_response() {
+        assert!(BatchReport::default().to_response().unwrap().batch_item_failures.is_empty());
+    }
+}

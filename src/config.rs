@@ -1,0 +1,113 @@
+//! Configuration, read once per cold start from the environment.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
+pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderConsumer";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `TABLE_NAME` (required): the orders table.
+    pub table_name: String,
+    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many orders of one batch
+    /// are written concurrently. Events of one order are always sequential.
+    pub max_concurrency: usize,
+    /// `DEADLINE_MARGIN_MS` (default 2000): stop starting records when less
+    /// than this is left before the invocation deadline, and cut in-flight
+    /// writes off at that point, leaving time to answer Lambda.
+    pub deadline_margin: Duration,
+    /// `METRICS_NAMESPACE` (default `OrderConsumer`): CloudWatch namespace of
+    /// the Embedded Metric Format line.
+    pub metrics_namespace: String,
+    /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda): the metric dimension.
+    pub function_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is required but not set")]
+    Missing(&'static str),
+    #[error("environment variable {var} is invalid: {reason}")]
+    Invalid { var: &'static str, reason: String },
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Build from any lookup function (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table_name = get("TABLE_NAME")
+            .filter(|s| !s.trim().is_empty())
+            .ok_or(ConfigError::Missing("TABLE_NAME"))?;
+        let max_concurrency = parse_in(&get, "MAX_CONCURRENCY", DEFAULT_MAX_CONCURRENCY as u64, 1..=256)? as usize;
+        let margin_ms = parse_in(&get, "DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS, 0..=60_000)?;
+        Ok(Config {
+            table_name,
+            max_concurrency,
+            deadline_margin: Duration::from_millis(margin_ms),
+            metrics_namespace: get("METRICS_NAMESPACE")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| DEFAULT_METRICS_NAMESPACE.to_owned()),
+            function_name: get("AWS_LAMBDA_FUNCTION_NAME")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "order-consumer".to_owned()),
+        })
+    }
+}
+
+fn parse_in(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    let Some(raw) = get(var).filter(|s| !s.trim().is_empty()) else {
+        return Ok(default);
+    };
+    match raw.trim().parse::<u64>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ => Err(ConfigError::Invalid {
+            var,
+            reason: format!("expected an integer in {}..={}", range.start(), range.end()),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn table_name_is_required() {
+        assert_eq!(cfg(&[]), Err(ConfigError::Missing("TABLE_NAME")));
+        assert_eq!(cfg(&[("TABLE_NAME", " ")]), Err(ConfigError::Missing("TABLE_NAME")));
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = cfg(&[("TABLE_NAME", "orders")]).unwrap();
+        assert_eq!(c.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        assert_eq!(c.deadline_margin, Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS));
+        let c = cfg(&[("TABLE_NAME", "orders"), ("MAX_CONCURRENCY", "32"), ("DEADLINE_MARGIN_MS", "500")]).unwrap();
+        assert_eq!((c.max_concurrency, c.deadline_margin), (32, Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn out_of_range_is_a_clear_error() {
+        for bad in ["0", "257", "many", "-1"] {
+            let err = cfg(&[("TABLE_NAME", "t"), ("MAX_CONCURRENCY", bad)]).unwrap_err();
+            assert!(matches!(err, ConfigError::Invalid { var: "MAX_CONCURRENCY", .. }), "{bad}");
+        }
+    }
+}

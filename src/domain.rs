@@ -1,0 +1,415 @@
+//! The order state machine and the classification of a refused write.
+//!
+//! Pure code: no SDK types, no I/O. The DynamoDB adapter turns
+//! [`EventKind::requires`] into a ConditionExpression; when DynamoDB refuses
+//! the write it hands the item it evaluated the condition against back to
+//! [`classify_refusal`], which decides what the refusal *means*.
+
+use serde::Deserialize;
+
+use crate::error::StoreError;
+use crate::event::{EventKind, OrderEvent, ParseError};
+
+/// An order's status as stored in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    Placed,
+    Paid,
+    Shipped,
+    Delivered,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Placed,
+        Status::Paid,
+        Status::Shipped,
+        Status::Delivered,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Placed => "PLACED",
+            Status::Paid => "PAID",
+            Status::Shipped => "SHIPPED",
+            Status::Delivered => "DELIVERED",
+            Status::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// Can an order in `self` still get to `target` through one or more
+    /// legal transitions? Derived from [`EventKind::requires`], never listed
+    /// by hand, so adding a transition cannot leave this out of date.
+    pub fn can_reach(self, target: Status) -> bool {
+        let mut seen = vec![self];
+        let mut frontier = vec![self];
+        while let Some(s) = frontier.pop() {
+            for kind in EventKind::ALL {
+                if let Requires::StatusIn(from) = kind.requires()
+                    && from.contains(&s)
+                {
+                    let next = kind.target();
+                    if next == target {
+                        return true;
+                    }
+                    if !seen.contains(&next) {
+                        seen.push(next);
+                        frontier.push(next);
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What must be true of the stored order for an event to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requires {
+    /// No item for this order yet.
+    Absent,
+    /// The item exists and its status is one of these.
+    StatusIn(&'static [Status]),
+}
+
+impl EventKind {
+    /// The transition table: the single source of truth for legality.
+    pub fn requires(self) -> Requires {
+        match self {
+            EventKind::Placed => Requires::Absent,
+            EventKind::Paid => Requires::StatusIn(&[Status::Placed]),
+            EventKind::Shipped => Requires::StatusIn(&[Status::Paid]),
+            EventKind::Delivered => Requires::StatusIn(&[Status::Shipped]),
+            EventKind::Cancelled => Requires::StatusIn(&[Status::Placed, Status::Paid]),
+        }
+    }
+
+    /// The status an order has after this event applied.
+    pub fn target(self) -> Status {
+        match self {
+            EventKind::Placed => Status::Placed,
+            EventKind::Paid => Status::Paid,
+            EventKind::Shipped => Status::Shipped,
+            EventKind::Delivered => Status::Delivered,
+            EventKind::Cancelled => Status::Cancelled,
+        }
+    }
+}
+
+/// The part of a stored order that classification needs: what DynamoDB
+/// returns with `ReturnValuesOnConditionCheckFailure = ALL_OLD`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OrderSnapshot {
+    pub status: Status,
+    pub last_event_seq: u64,
+    pub last_event_id: String,
+    pub event_hash: String,
+}
+
+/// Why an event conflicts with what is stored. Both are producer bugs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictKind {
+    /// Another event already holds this seq for this order.
+    SeqTakenByOtherEvent,
+    /// Same eventId and seq, but the content differs from what was applied.
+    ChangedPayload,
+}
+
+/// Why a record was not attempted at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Too little time was left before the invocation deadline.
+    Deadline,
+    /// FIFO: an earlier record of the same message group failed in this batch,
+    /// so applying this one would break the group's order.
+    FifoGroupBlocked,
+}
+
+/// What happened to one record. Every record gets exactly one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The conditional write committed.
+    Applied,
+    /// This exact event is the last one applied to the order.
+    Duplicate,
+    /// A later event (higher seq) was already applied: this one is superseded.
+    Stale { last_seq: u64 },
+    /// The transition is illegal and can never become legal.
+    Rejected { current: Option<Status>, event: EventKind },
+    /// The order is not yet in a status this event needs, but can still get
+    /// there (its predecessor has not been applied yet): retry later.
+    Early { current: Option<Status>, event: EventKind },
+    /// The producer sent contradictory events.
+    Conflict(ConflictKind),
+    /// The body is not a valid event.
+    Invalid(ParseError),
+    /// DynamoDB did not confirm the write.
+    Failed(StoreError),
+    /// Not attempted in this invocation.
+    NotAttempted(Skip),
+}
+
+impl Outcome {
+    /// May SQS delete the message? Only when its effect is committed, or when
+    /// committing it is known to be unnecessary (duplicate, stale) or
+    /// impossible forever (rejected).
+    pub fn acknowledge(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. } | Outcome::Rejected { .. }
+        )
+    }
+
+    /// A stable name, used in logs and as the metric name.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Applied => "Applied",
+            Outcome::Duplicate => "Duplicate",
+            Outcome::Stale { .. } => "Stale",
+            Outcome::Rejected { .. } => "Rejected",
+            Outcome::Early { .. } => "Early",
+            Outcome::Conflict(_) => "Conflict",
+            Outcome::Invalid(_) => "Invalid",
+            Outcome::Failed(_) => "Failed",
+            Outcome::NotAttempted(_) => "NotAttempted",
+        }
+    }
+
+    pub const LABELS: [&'static str; 9] = [
+        "Applied",
+        "Duplicate",
+        "Stale",
+        "Rejected",
+        "Early",
+        "Conflict",
+        "Invalid",
+        "Failed",
+        "NotAttempted",
+    ];
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let status = |s: &Option<Status>| s.map_or("no order", Status::as_str);
+        match self {
+            Outcome::Applied | Outcome::Duplicate => f.write_str(self.label()),
+            Outcome::Stale { last_seq } => write!(f, "Stale: order is already at seq {last_seq}"),
+            Outcome::Rejected { current, event } => {
+                write!(f, "Rejected: {event} can never apply to {}", status(current))
+            }
+            Outcome::Early { current, event } => {
+                write!(f, "Early: {event} needs a predecessor ({} now)", status(current))
+            }
+            Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent) => {
+                f.write_str("Conflict: another event already holds this seq")
+            }
+            Outcome::Conflict(ConflictKind::ChangedPayload) => {
+                f.write_str("Conflict: same eventId and seq with different content")
+            }
+            Outcome::Invalid(e) => write!(f, "Invalid: {e}"),
+            Outcome::Failed(e) => write!(f, "Failed: {e}"),
+            Outcome::NotAttempted(Skip::Deadline) => {
+                f.write_str("NotAttempted: invocation deadline too close")
+            }
+            Outcome::NotAttempted(Skip::FifoGroupBlocked) => {
+                f.write_str("NotAttempted: an earlier record of this FIFO group failed")
+            }
+        }
+    }
+}
+
+/// DynamoDB refused the conditional write for `event`; `current` is the item
+/// the condition was evaluated against (None: no item). Decide what that
+/// means. Sequence first: a superseded or repeated seq is settled by the
+/// sequence alone, whatever the status.
+pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> Outcome {
+    let kind = event.kind();
+    let Some(cur) = current else {
+        return match kind.requires() {
+            // Nothing stored yet: the order's OrderPlaced is still on its way.
+            Requires::StatusIn(_) => Outcome::Early {
+                current: None,
+                event: kind,
+            },
+            // `attribute_not_exists` failed, yet no item came back: the store
+            // did not honour ALL_OLD (or the item vanished). Retrying is safe
+            // and the next attempt will see the item.
+            Requires::Absent => Outcome::Failed(StoreError::RefusedWithoutItem),
+        };
+    };
+
+    let seq = event.seq.get();
+    if seq < cur.last_event_seq {
+        return Outcome::Stale {
+            last_seq: cur.last_event_seq,
+        };
+    }
+    if seq == cur.last_event_seq {
+        return if event.event_id.as_str() != cur.last_event_id {
+            Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent)
+        } else if event.content_hash() != cur.event_hash {
+            Outcome::Conflict(ConflictKind::ChangedPayload)
+        } else {
+            Outcome::Duplicate
+        };
+    }
+    match kind.requires() {
+        Requires::Absent => Outcome::Rejected {
+            current: Some(cur.status),
+            event: kind,
+        },
+        // The condition should have held; the item changed between the
+        // evaluation and what we were shown. Retry and look again.
+        Requires::StatusIn(from) if from.contains(&cur.status) => {
+            Outcome::Failed(StoreError::InconsistentRefusal)
+        }
+        Requires::StatusIn(from) => {
+            if from.iter().any(|&needed| cur.status.can_reach(needed)) {
+                Outcome::Early {
+                    current: Some(cur.status),
+                    event: kind,
+                }
+            } else {
+                Outcome::Rejected {
+                    current: Some(cur.status),
+                    event: kind,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_body;
+
+    fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {
+        let data = match kind {
+            "OrderPlaced" => r#"{"customerId":"c","amount":5,"currency":"USD"}"#,
+            "OrderPaid" => r#"{"paymentId":"p","amount":5,"currency":"USD"}"#,
+            "OrderShipped" => r#"{"carrier":"UPS","trackingId":"t"}"#,
+            "OrderCancelled" => r#"{"reason":"r"}"#,
+            _ => "{}",
+        };
+        let body = format!(
+            r#"{{"eventId":"{id}","orderId":"o","seq":{seq},"type":"{kind}","occurredAt":"2026-01-01T00:00:00Z","data":{data}}}"#
+        );
+        parse_body(Some(&body)).unwrap()
+    }
+
+    fn snap(status: Status, seq: u64, last: &OrderEvent) -> OrderSnapshot {
+        OrderSnapshot {
+            status,
+            last_event_seq: seq,
+            last_event_id: last.event_id.to_string(),
+            event_hash: last.content_hash(),
+        }
+    }
+
+    #[test]
+    fn reachability_is_derived_from_the_transition_table() {
+        use Status::*;
+        assert!(Placed.can_reach(Paid));
+        assert!(Placed.can_reach(Delivered));
+        assert!(Placed.can_reach(Cancelled));
+        assert!(Paid.can_reach(Cancelled));
+        assert!(!Shipped.can_reach(Cancelled));
+        assert!(!Paid.can_reach(Placed));
+        for s in [Delivered, Cancelled] {
+            for t in Status::ALL {
+                assert!(!s.can_reach(t), "{s} is terminal");
+            }
+        }
+        // No status reaches itself: the machine has no cycles.
+        for s in Status::ALL {
+            assert!(!s.can_reach(s));
+        }
+    }
+
+    #[test]
+    fn duplicate_needs_same_id_seq_and_content() {
+        let paid = event("OrderPaid", 2, "e2");
+        let cur = snap(Status::Paid, 2, &paid);
+        assert_eq!(classify_refusal(&paid, Some(&cur)), Outcome::Duplicate);
+
+        let other = event("OrderPaid", 2, "e2-other");
+        assert_eq!(
+            classify_refusal(&other, Some(&cur)),
+            Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent)
+        );
+        let mut changed = paid.clone();
+        changed.occurred_at = "2026-01-02T00:00:00Z".try_into().unwrap();
+        assert_eq!(
+            classify_refusal(&changed, Some(&cur)),
+            Outcome::Conflict(ConflictKind::ChangedPayload)
+        );
+    }
+
+    #[test]
+    fn lower_seq_is_stale_whatever_the_status() {
+        let shipped = event("OrderShipped", 3, "e3");
+        let cur = snap(Status::Shipped, 3, &shipped);
+        for (k, s) in [("OrderPlaced", 1), ("OrderPaid", 2), ("OrderCancelled", 2)] {
+            assert_eq!(
+                classify_refusal(&event(k, s, "x"), Some(&cur)),
+                Outcome::Stale { last_seq: 3 }
+            );
+        }
+    }
+
+    #[test]
+    fn early_when_a_predecessor_can_still_arrive() {
+        let placed = event("OrderPlaced", 1, "e1");
+        let cur = snap(Status::Placed, 1, &placed);
+        for k in ["OrderShipped", "OrderDelivered"] {
+            let ev = event(k, 5, "later");
+            assert!(matches!(classify_refusal(&ev, Some(&cur)), Outcome::Early { current: Some(Status::Placed), .. }));
+        }
+        // No item at all: every non-Placed event is early.
+        assert!(matches!(
+            classify_refusal(&event("OrderPaid", 2, "e2"), None),
+            Outcome::Early { current: None, .. }
+        ));
+    }
+
+    #[test]
+    fn rejected_when_the_transition_can_never_become_legal() {
+        let cancelled = event("OrderCancelled", 2, "e2");
+        let cur = snap(Status::Cancelled, 2, &cancelled);
+        for k in ["OrderPaid", "OrderShipped", "OrderDelivered", "OrderCancelled", "OrderPlaced"] {
+            assert!(
+                matches!(classify_refusal(&event(k, 9, "x"), Some(&cur)), Outcome::Rejected { .. }),
+                "{k} on CANCELLED"
+            );
+        }
+        let shipped = event("OrderShipped", 3, "e3");
+        let cur = snap(Status::Shipped, 3, &shipped);
+        assert!(matches!(
+            classify_refusal(&event("OrderCancelled", 4, "c"), Some(&cur)),
+            Outcome::Rejected { current: Some(Status::Shipped), event: EventKind::Cancelled }
+        ));
+    }
+
+    #[test]
+    fn only_settled_outcomes_are_acknowledged() {
+        assert!(Outcome::Applied.acknowledge());
+        assert!(Outcome::Duplicate.acknowledge());
+        assert!(Outcome::Stale { last_seq: 1 }.acknowledge());
+        assert!(Outcome::Rejected { current: None, event: EventKind::Placed }.acknowledge());
+        assert!(!Outcome::Early { current: None, event: EventKind::Paid }.acknowledge());
+        assert!(!Outcome::Conflict(ConflictKind::ChangedPayload).acknowledge());
+        assert!(!Outcome::Invalid(ParseError::MissingBody).acknowledge());
+        assert!(!Outcome::Failed(StoreError::Timeout).acknowledge());
+        assert!(!Outcome::NotAttempted(Skip::Deadline).acknowledge());
+    }
+}

@@ -1,0 +1,89 @@
+//! An idempotent SQS -> Lambda -> DynamoDB consumer of order events.
+//!
+//! Delivery is at-least-once, so every event is applied with one conditional
+//! `UpdateItem` that can succeed at most once, and every refusal is
+//! classified from the item DynamoDB returns with it.
+//!
+//! # Layout
+//!
+//! - [`event`]: the wire contract. Parses one SQS body (plain, SNS-wrapped or
+//!   EventBridge-wrapped) into a validated [`event::OrderEvent`], or a
+//!   specific [`event::ParseError`].
+//! - [`domain`]: the order state machine and [`domain::classify_refusal`],
+//!   which says what a failed condition means (duplicate, stale, early,
+//!   rejected, conflict). Pure: no SDK types, no I/O.
+//! - [`store`]: the DynamoDB adapter, the only place that builds expressions
+//!   and maps SDK errors to [`error::StoreError`].
+//! - [`batch`]: runs one SQS batch: groups by order, applies in order with
+//!   bounded concurrency, honours FIFO groups and the deadline, and builds the
+//!   partial-batch response.
+//! - [`metrics`]: the per-invocation CloudWatch EMF line.
+//! - [`config`]: environment configuration, read once per cold start.
+//! - [`Consumer`] (here): the Lambda handler tying them together.
+
+pub mod batch;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod event;
+pub mod metrics;
+pub mod store;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+use tokio::time::Instant;
+
+use crate::batch::{BatchError, BatchReport, Settings};
+use crate::config::Config;
+use crate::metrics::OutcomeCounts;
+use crate::store::OrderStore;
+
+/// The function: built once per cold start, shared by every invocation.
+#[derive(Debug, Clone)]
+pub struct Consumer {
+    store: OrderStore,
+    config: Config,
+}
+
+impl Consumer {
+    pub fn new(store: OrderStore, config: Config) -> Self {
+        Self { store, config }
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            max_concurrency: self.config.max_concurrency,
+            deadline_margin: self.config.deadline_margin,
+        }
+    }
+
+    /// The Lambda entry point.
+    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+        let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
+        let (_, response) = self.handle_batch(&event.payload, deadline).await;
+        Ok(response?)
+    }
+
+    /// Process a batch, emit its metrics line, and build the response.
+    /// Returns the per-record report too, for callers that show it (tests,
+    /// the local demo).
+    pub async fn handle_batch(
+        &self,
+        event: &SqsEvent,
+        deadline: Instant,
+    ) -> (BatchReport, Result<SqsBatchResponse, BatchError>) {
+        let report = batch::process(&self.store, self.settings(), &event.records, deadline).await;
+        let counts = OutcomeCounts::tally(report.outcomes());
+        metrics::emit(&metrics::emf_document(
+            &self.config.metrics_namespace,
+            &self.config.function_name,
+            &counts,
+            report.records.len(),
+        ));
+        let response = report.to_response();
+        if let Err(e) = &response {
+            tracing::error!(error = %e, "failing the invocation");
+        }
+        (report, response)
+    }
+}

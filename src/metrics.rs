@@ -1,0 +1,90 @@
+//! One CloudWatch Embedded Metric Format (EMF) line per invocation.
+//!
+//! EMF is a JSON document that Lambda's log pipeline turns into metrics with
+//! no API call on the hot path. It must be a line of its own on stdout (not
+//! inside a tracing log record), which is why it is written directly here.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use crate::domain::Outcome;
+
+/// Count of records per outcome label, every label present (zeros included,
+/// so a dashboard shows 0 rather than "no data").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeCounts(pub BTreeMap<&'static str, u64>);
+
+impl OutcomeCounts {
+    pub fn tally<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Self {
+        let mut m: BTreeMap<&'static str, u64> = Outcome::LABELS.iter().map(|l| (*l, 0)).collect();
+        for o in outcomes {
+            *m.entry(o.label()).or_default() += 1;
+        }
+        OutcomeCounts(m)
+    }
+
+    pub fn get(&self, label: &str) -> u64 {
+        self.0.get(label).copied().unwrap_or(0)
+    }
+}
+
+/// Build the EMF document for one invocation.
+pub fn emf_document(namespace: &str, function_name: &str, counts: &OutcomeCounts, batch_size: usize) -> Value {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut metrics: Vec<Value> = counts.0.keys().map(|k| json!({"Name": k, "Unit": "Count"})).collect();
+    metrics.push(json!({"Name": "BatchSize", "Unit": "Count"}));
+    let mut doc = json!({
+        "_aws": {
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [["FunctionName"]],
+                "Metrics": metrics,
+            }]
+        },
+        "FunctionName": function_name,
+        "BatchSize": batch_size,
+    });
+    if let Value::Object(obj) = &mut doc {
+        for (k, v) in &counts.0 {
+            obj.insert((*k).to_owned(), json!(v));
+        }
+    }
+    doc
+}
+
+/// Write the document as one line to stdout. A failed write is ignored: losing
+/// a metric must never fail a batch whose writes committed.
+pub fn emit(doc: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{doc}");
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_has_every_outcome_and_its_declaration() {
+        let outcomes = [Outcome::Applied, Outcome::Applied, Outcome::Duplicate];
+        let counts = OutcomeCounts::tally(&outcomes);
+        let doc = emf_document("NS", "fn", &counts, 3);
+        assert_eq!(doc["Applied"], 2);
+        assert_eq!(doc["Duplicate"], 1);
+        assert_eq!(doc["Early"], 0);
+        assert_eq!(doc["BatchSize"], 3);
+        let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().unwrap();
+        for label in Outcome::LABELS {
+            assert!(declared.iter().any(|m| m["Name"] == label), "{label} not declared");
+            assert!(doc.get(label).is_some(), "{label} has no value");
+        }
+        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], "NS");
+    }
+}

@@ -1,0 +1,247 @@
+//! Shared test support: a real DynamoDB-compatible server per test, SQS
+//! records shaped as Lambda sends them, and item inspection.
+//!
+//! By default each test starts its own in-process dynoxide server on
+//! 127.0.0.1 port 0 and creates a fresh, uniquely named table. Set
+//! `AWS_ENDPOINT_URL_DYNAMODB` to run the very same tests against another
+//! endpoint (any DynamoDB-compatible server, or DynamoDB itself); tables are
+//! then created there with unique names and deleted at the end of the test.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::AttributeValue;
+use order_consumer::Consumer;
+use order_consumer::batch::BatchReport;
+use order_consumer::config::Config;
+use order_consumer::domain::Outcome;
+use order_consumer::store::{self, OrderStore};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+pub struct TestDb {
+    pub client: Client,
+    pub table: String,
+    external: bool,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn unique_table() -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("orders-test-{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A client with the production retry and timeout settings.
+pub fn client_for(endpoint: &str) -> Client {
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        .endpoint_url(endpoint)
+        .retry_config(store::retry_config())
+        .timeout_config(store::timeout_config())
+        .build();
+    Client::from_conf(conf)
+}
+
+/// Start an in-process dynoxide server on an ephemeral port; returns its URL.
+pub async fn start_dynoxide() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local addr");
+    let db = dynoxide::Database::memory().expect("in-memory dynoxide");
+    tokio::spawn(dynoxide::server::serve_on(listener, db));
+    format!("http://{addr}")
+}
+
+impl TestDb {
+    pub async fn new() -> Self {
+        let (client, external) = match std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
+            Ok(url) if !url.is_empty() => {
+                let mut loader = aws_config::defaults(BehaviorVersion::latest())
+                    .retry_config(store::retry_config())
+                    .timeout_config(store::timeout_config());
+                if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+                    loader = loader.region(Region::new("us-east-1"));
+                }
+                if std::env::var("AWS_ACCESS_KEY_ID").is_err() && std::env::var("AWS_PROFILE").is_err() {
+                    loader = loader.credentials_provider(Credentials::new("test", "test", None, None, "static"));
+                }
+                (Client::new(&loader.load().await), true)
+            }
+            _ => (client_for(&start_dynoxide().await), false),
+        };
+        let table = unique_table();
+        store::create_table(&client, &table).await.expect("create table");
+        TestDb { client, table, external }
+    }
+
+    pub fn store(&self) -> OrderStore {
+        OrderStore::new(self.client.clone(), self.table.clone())
+    }
+
+    pub fn consumer(&self) -> Consumer {
+        consumer_with(self.store(), &[])
+    }
+
+    pub async fn item(&self, order_id: &str) -> Option<HashMap<String, AttributeValue>> {
+        self.client
+            .get_item()
+            .table_name(&self.table)
+            .key("order_id", AttributeValue::S(order_id.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("GetItem")
+            .item
+    }
+
+    pub async fn status(&self, order_id: &str) -> Option<String> {
+        self.item(order_id).await.map(|i| s(&i, "status"))
+    }
+
+    /// The eventIds applied to an order, in the order they were applied.
+    pub async fn history(&self, order_id: &str) -> Vec<String> {
+        match self.item(order_id).await.and_then(|i| i.get("history").cloned()) {
+            Some(AttributeValue::L(l)) => l
+                .into_iter()
+                .map(|v| v.as_s().cloned().expect("history entries are strings"))
+                .collect(),
+            _ => vec![],
+        }
+    }
+
+    pub async fn count_items(&self) -> usize {
+        let out = self.client.scan().table_name(&self.table).send().await.expect("Scan");
+        out.items.unwrap_or_default().len()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if self.external {
+            // Best effort: don't leave test tables behind on a shared endpoint.
+            let (client, table) = (self.client.clone(), self.table.clone());
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let _ = client.delete_table().table_name(table).send().await;
+                });
+            }
+        }
+    }
+}
+
+pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> Consumer {
+    let mut vars: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    vars.entry("TABLE_NAME".into()).or_insert_with(|| store.table().to_owned());
+    let config = Config::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
+    Consumer::new(store, config)
+}
+
+pub fn s(item: &HashMap<String, AttributeValue>, key: &str) -> String {
+    match item.get(key) {
+        Some(AttributeValue::S(v)) => v.clone(),
+        Some(AttributeValue::N(v)) => v.clone(),
+        other => panic!("attribute {key}: {other:?}"),
+    }
+}
+
+/// An event body as a producer would send it.
+pub fn body(order: &str, seq: u64, kind: &str, event_id: &str) -> Value {
+    let data = match kind {
+        "OrderPlaced" => json!({"customerId": "cust-1", "amount": 150000, "currency": "INR"}),
+        "OrderPaid" => json!({"paymentId": "pay-1", "amount": 150000, "currency": "INR"}),
+        "OrderShipped" => json!({"carrier": "BlueDart", "trackingId": "BD1"}),
+        "OrderCancelled" => json!({"reason": "customer request"}),
+        _ => json!({}),
+    };
+    json!({"eventId": event_id, "orderId": order, "seq": seq, "type": kind,
+           "occurredAt": "2026-11-29T10:15:00Z", "data": data})
+}
+
+/// The standard lifecycle of one order: (seq, type, eventId).
+pub fn lifecycle(order: &str) -> Vec<(u64, &'static str, String)> {
+    ["OrderPlaced", "OrderPaid", "OrderShipped", "OrderDelivered"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| (i as u64 + 1, k, format!("evt-{order}-{}", i + 1)))
+        .collect()
+}
+
+/// One SQS record exactly as Lambda delivers it (built through serde, since
+/// the library's types are `#[non_exhaustive]`).
+pub fn record(message_id: &str, body: &str) -> SqsMessage {
+    record_from(message_id, body, "arn:aws:sqs:us-east-1:111122223333:order-events", None)
+}
+
+pub fn fifo_record(message_id: &str, body: &str, group: &str) -> SqsMessage {
+    record_from(message_id, body, "arn:aws:sqs:us-east-1:111122223333:order-events.fifo", Some(group))
+}
+
+fn record_from(message_id: &str, body: &str, arn: &str, group: Option<&str>) -> SqsMessage {
+    let mut attributes = json!({
+        "ApproximateReceiveCount": "1",
+        "SentTimestamp": "1796551200000",
+        "SenderId": "AROAEXAMPLE:producer",
+        "ApproximateFirstReceiveTimestamp": "1796551200015"
+    });
+    if let Some(g) = group {
+        attributes["MessageGroupId"] = json!(g);
+        attributes["SequenceNumber"] = json!("18849496460467696128");
+        attributes["MessageDeduplicationId"] = json!(message_id);
+    }
+    serde_json::from_value(json!({
+        "messageId": message_id,
+        "receiptHandle": format!("AQEB{message_id}"),
+        "body": body,
+        "attributes": attributes,
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": arn,
+        "awsRegion": "us-east-1"
+    }))
+    .expect("valid SQS record")
+}
+
+pub fn batch(records: Vec<SqsMessage>) -> SqsEvent {
+    serde_json::from_value(json!({ "Records": records })).expect("valid SQS event")
+}
+
+/// A batch of plain-body records with message ids m-0, m-1, ...
+pub fn batch_of(bodies: &[Value]) -> SqsEvent {
+    batch(
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| record(&format!("m-{i}"), &b.to_string()))
+            .collect(),
+    )
+}
+
+pub fn far_deadline() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+pub fn labels(report: &BatchReport) -> Vec<&'static str> {
+    report.outcomes().map(Outcome::label).collect()
+}
+
+pub fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+/// Run one batch through the consumer; returns outcome labels and failed ids.
+pub async fn run(consumer: &Consumer, event: &SqsEvent) -> (BatchReport, Vec<String>) {
+    let (report, response) = consumer.handle_batch(event, far_deadline()).await;
+    let response = response.expect("partial-batch response, not an invocation error");
+    (report, failed_ids(&response))
+}
