@@ -1,0 +1,168 @@
+//! Whole-batch behaviour: ordering, wrappers, FIFO groups, concurrency.
+
+use futures_util::future::join_all;
+use order_consumer::batch::BatchError;
+use order_consumer::domain::{Outcome, Skip};
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn a_shuffled_lifecycle_in_one_batch_applies_in_seq_order() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let lc = lifecycle("ord-1");
+    let shuffled: Vec<_> = [3, 1, 0, 2]
+        .iter()
+        .map(|&i| body("ord-1", lc[i].0, lc[i].1, &lc[i].2))
+        .collect();
+    let (report, failed) = run(&c, &batch_of(&shuffled)).await;
+    assert_eq!(labels(&report), ["Applied"; 4]);
+    assert!(failed.is_empty());
+    assert_eq!(db.status("ord-1").await.as_deref(), Some("DELIVERED"));
+    let expected: Vec<String> = lc.iter().map(|(_, _, e)| e.clone()).collect();
+    assert_eq!(db.history("ord-1").await, expected, "applied in seq order, each once");
+}
+
+#[tokio::test]
+async fn sns_and_eventbridge_wrapped_bodies_are_unwrapped() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let placed = body("ord-1", 1, "OrderPlaced", "e1");
+    let paid = body("ord-1", 2, "OrderPaid", "e2");
+    let sns = json!({"Type": "Notification", "MessageId": "sns-1",
+        "TopicArn": "arn:aws:sns:us-east-1:111122223333:orders", "Message": placed.to_string(),
+        "Timestamp": "2026-11-29T10:15:00.000Z", "SignatureVersion": "1", "Signature": "x"});
+    let eb = json!({"version": "0", "id": "eb-1", "detail-type": "OrderPaid", "source": "orders",
+        "account": "111122223333", "time": "2026-11-29T10:15:00Z", "region": "us-east-1",
+        "resources": [], "detail": paid});
+    let (report, failed) = run(&c, &batch_of(&[sns, eb])).await;
+    assert_eq!(labels(&report), ["Applied", "Applied"]);
+    assert!(failed.is_empty());
+    assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
+}
+
+#[tokio::test]
+async fn a_fifo_group_stops_at_its_first_failure_and_other_groups_go_on() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let rec = |id: &str, order: &str, seq, kind, eid: &str| fifo_record(id, &body(order, seq, kind, eid).to_string(), order);
+    let event = batch(vec![
+        rec("a1", "ord-a", 1, "OrderPlaced", "a1"),
+        rec("b1", "ord-b", 1, "OrderPlaced", "b1"),
+        // FIFO keeps arrival order: Shipped before Paid is early...
+        rec("a3", "ord-a", 3, "OrderShipped", "a3"),
+        rec("b2", "ord-b", 2, "OrderPaid", "b2"),
+        // ...and Paid, though it would apply, must wait behind it.
+        rec("a2", "ord-a", 2, "OrderPaid", "a2"),
+    ]);
+    let (report, failed) = run(&c, &event).await;
+    assert_eq!(labels(&report), ["Applied", "Applied", "Early", "Applied", "NotAttempted"]);
+    assert_eq!(report.records[4].outcome, Outcome::NotAttempted(Skip::FifoGroupBlocked));
+    assert_eq!(failed, ["a3", "a2"]);
+    assert_eq!(db.history("ord-a").await, ["a1"]);
+    assert_eq!(db.history("ord-b").await, ["b1", "b2"]);
+}
+
+#[tokio::test]
+async fn an_invalid_record_blocks_the_rest_of_its_fifo_group() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let event = batch(vec![
+        fifo_record("bad", "{broken", "ord-a"),
+        fifo_record("a1", &body("ord-a", 1, "OrderPlaced", "a1").to_string(), "ord-a"),
+        fifo_record("b1", &body("ord-b", 1, "OrderPlaced", "b1").to_string(), "ord-b"),
+    ]);
+    let (report, failed) = run(&c, &event).await;
+    assert_eq!(labels(&report), ["Invalid", "NotAttempted", "Applied"]);
+    assert_eq!(failed, ["bad", "a1"]);
+}
+
+#[tokio::test]
+async fn the_same_records_on_a_standard_queue_are_reordered_by_seq() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let event = batch_of(&[
+        body("ord-a", 1, "OrderPlaced", "a1"),
+        body("ord-a", 3, "OrderShipped", "a3"),
+        body("ord-a", 2, "OrderPaid", "a2"),
+    ]);
+    let (report, failed) = run(&c, &event).await;
+    assert_eq!(labels(&report), ["Applied"; 3]);
+    assert!(failed.is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_record_without_message_id_fails_the_whole_invocation() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let event: aws_lambda_events::event::sqs::SqsEvent = serde_json::from_value(json!({"Records": [
+        {"body": "{not json", "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q"},
+        {"messageId": "ok", "body": body("ord-1", 1, "OrderPlaced", "e1").to_string(),
+         "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q"}
+    ]}))
+    .unwrap();
+    let (report, response) = c.handle_batch(&event, far_deadline()).await;
+    assert_eq!(labels(&report), ["Invalid", "Applied"]);
+    assert_eq!(response.unwrap_err(), BatchError::Unidentifiable(1));
+}
+
+#[tokio::test]
+async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
+    let db = TestDb::new().await;
+    let orders: Vec<String> = (0..5).map(|i| format!("ord-{i}")).collect();
+    let mut bodies = Vec::new();
+    for o in &orders {
+        for (seq, kind, eid) in lifecycle(o) {
+            bodies.push(body(o, seq, kind, &eid));
+        }
+    }
+    // 20 invocations (20 warm containers) each receive every event, each in a
+    // different arrival order, all at once.
+    let consumers: Vec<_> = (0..20).map(|_| db.consumer()).collect();
+    let events: Vec<_> = (0..20)
+        .map(|k| {
+            let mut b = bodies.clone();
+            b.rotate_left(k % bodies.len());
+            if k % 2 == 1 {
+                b.reverse();
+            }
+            batch_of(&b)
+        })
+        .collect();
+    let runs = join_all(consumers.iter().zip(&events).map(|(c, e)| run(c, e))).await;
+
+    let mut applied = std::collections::HashMap::<String, usize>::new();
+    for (report, failed) in &runs {
+        assert!(failed.is_empty(), "all settle: applied, duplicate or stale ({failed:?})");
+        for r in &report.records {
+            assert!(
+                matches!(r.outcome, Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. }),
+                "{:?}: {}",
+                r.message_id,
+                r.outcome
+            );
+        }
+    }
+    // Count Applied per eventId across all invocations.
+    for (k, (report, _)) in runs.iter().enumerate() {
+        for rec in &report.records {
+            if rec.outcome == Outcome::Applied {
+                let idx: usize = rec.message_id.as_deref().unwrap()[2..].parse().unwrap();
+                let eid = events[k].records[idx].body.clone().unwrap();
+                let eid = serde_json::from_str::<serde_json::Value>(&eid).unwrap()["eventId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                *applied.entry(eid).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(applied.len(), bodies.len(), "every event applied");
+    assert!(applied.values().all(|&n| n == 1), "no event applied twice: {applied:?}");
+    for o in &orders {
+        let expected: Vec<String> = lifecycle(o).into_iter().map(|(_, _, e)| e).collect();
+        assert_eq!(db.history(o).await, expected);
+        assert_eq!(db.status(o).await.as_deref(), Some("DELIVERED"));
+    }
+}

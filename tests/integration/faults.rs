@@ -1,0 +1,161 @@
+//! DynamoDB failures the function must report as failures, never acknowledge.
+//!
+//! A tiny HTTP server stands in for DynamoDB and answers every request with
+//! the same error, as DynamoDB would put it on the wire. The SDK parses those
+//! responses itself, so this exercises the real error mapping, retries and
+//! timeouts (it is a faulty server, not a mock of the SDK).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use order_consumer::batch::BatchError;
+use order_consumer::domain::{Outcome, Skip};
+use order_consumer::error::StoreError;
+use order_consumer::store::OrderStore;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+use crate::support::*;
+
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Answer with this HTTP status and DynamoDB error type.
+    Error(u16, &'static str),
+    /// Accept the request and never answer.
+    Hang,
+}
+
+/// Serve `fault` on 127.0.0.1:0; returns the URL and a request counter.
+async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let counter = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    // Read one request: headers, then Content-Length bytes.
+                    let mut chunk = [0u8; 4096];
+                    let head_end = loop {
+                        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break p + 4;
+                        }
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < head_end + len {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.drain(..head_end + len);
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    match fault {
+                        Fault::Hang => {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                            return;
+                        }
+                        Fault::Error(status, kind) => {
+                            let body = format!(
+                                r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected {kind}"}}"#
+                            );
+                            let resp = format!(
+                                "HTTP/1.1 {status} Injected\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: test\r\nContent-Length: {}\r\n\r\n{body}",
+                                body.len()
+                            );
+                            if sock.write_all(resp.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (url, count)
+}
+
+async fn run_against(fault: Fault, deadline: Instant) -> (Vec<Outcome>, Result<Vec<String>, BatchError>, usize) {
+    let (url, count) = faulty_dynamodb(fault).await;
+    let c = consumer_with(OrderStore::new(client_for(&url), "orders"), &[("DEADLINE_MARGIN_MS", "200")]);
+    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-2", 1, "OrderPlaced", "e2")]);
+    let (report, response) = c.handle_batch(&event, deadline).await;
+    let outcomes = report.outcomes().cloned().collect();
+    (outcomes, response.map(|r| failed_ids(&r)), count.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn throttling_is_retried_then_reported() {
+    for kind in ["ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"] {
+        let (outcomes, response, requests) = run_against(Fault::Error(400, kind), far_deadline()).await;
+        for o in &outcomes {
+            assert_eq!(*o, Outcome::Failed(StoreError::Throttled { code: kind.into() }), "{kind}");
+        }
+        assert_eq!(response, Err(BatchError::Outage(2)), "{kind}");
+        // Three attempts per record: the SDK's retry policy is in force.
+        assert_eq!(requests, 6, "{kind}");
+    }
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported() {
+    let (outcomes, response, requests) = run_against(Fault::Error(500, "InternalServerError"), far_deadline()).await;
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Failed(StoreError::Server { .. }))), "{outcomes:?}");
+    assert!(response.is_err());
+    assert_eq!(requests, 6);
+}
+
+#[tokio::test]
+async fn access_denied_is_not_retried_and_is_reported() {
+    let (outcomes, response, requests) = run_against(Fault::Error(400, "AccessDeniedException"), far_deadline()).await;
+    for o in &outcomes {
+        assert_eq!(*o, Outcome::Failed(StoreError::AccessDenied { code: "AccessDeniedException".into() }));
+    }
+    assert!(response.is_err());
+    assert_eq!(requests, 2, "a permission error is not retried");
+}
+
+#[tokio::test]
+async fn a_hung_dynamodb_cannot_outlive_the_deadline() {
+    let started = Instant::now();
+    // 1.2 s to the deadline, 200 ms margin: writes are cut off at ~1 s,
+    // before the SDK's own 2 s attempt timeout.
+    let (outcomes, response, _) = run_against(Fault::Hang, started + Duration::from_millis(1200)).await;
+    let elapsed = started.elapsed();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Failed(StoreError::DeadlineExceeded))),
+        "{outcomes:?}"
+    );
+    assert!(response.is_err(), "all failed: invocation error");
+    // Not a timing threshold on performance: the contract is "answer before
+    // the deadline", so the deadline itself is the bound being tested.
+    assert!(elapsed < Duration::from_millis(1200), "returned after the deadline: {elapsed:?}");
+}
+
+#[tokio::test]
+async fn records_not_started_before_the_deadline_are_reported() {
+    let db = TestDb::new().await;
+    let c = consumer_with(db.store(), &[("DEADLINE_MARGIN_MS", "1000")]);
+    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-2", 1, "OrderPlaced", "e2")]);
+    // Less time left than the margin: nothing may start.
+    let (report, response) = c.handle_batch(&event, Instant::now() + Duration::from_millis(500)).await;
+    assert!(report.outcomes().all(|o| *o == Outcome::NotAttempted(Skip::Deadline)));
+    assert_eq!(failed_ids(&response.unwrap()), ["m-0", "m-1"]);
+    assert_eq!(db.count_items().await, 0);
+}

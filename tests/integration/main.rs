@@ -1,0 +1,9 @@
+//! Integration tests: the real handler code against a real DynamoDB-compatible
+//! server (in-process dynoxide, or `AWS_ENDPOINT_URL_DYNAMODB`). One test
+//! binary, so the SDK and the server are linked once.
+
+mod batches;
+mod faults;
+mod outcomes;
+mod sample_events;
+mod support;

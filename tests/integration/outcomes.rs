@@ -1,0 +1,250 @@
+//! One test per outcome row, against a real DynamoDB-compatible server.
+
+use order_consumer::domain::{ConflictKind, Outcome, Status};
+use order_consumer::error::StoreError;
+use order_consumer::event::{EventKind, ParseError};
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn applied_writes_the_state_and_the_event_data() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")])).await;
+    assert_eq!(labels(&report), ["Applied"]);
+    assert!(failed.is_empty());
+
+    let item = db.item("ord-1").await.expect("item written");
+    assert_eq!(s(&item, "status"), "PLACED");
+    assert_eq!(s(&item, "last_event_seq"), "1");
+    assert_eq!(s(&item, "last_event_id"), "e1");
+    assert_eq!(s(&item, "customer_id"), "cust-1");
+    assert_eq!(s(&item, "amount"), "150000");
+    assert_eq!(s(&item, "currency"), "INR");
+    assert_eq!(s(&item, "event_hash").len(), 32);
+    assert!(s(&item, "updated_at").ends_with('Z'));
+    assert_eq!(db.history("ord-1").await, ["e1"]);
+
+    let (report, _) = run(&c, &batch_of(&[body("ord-1", 2, "OrderPaid", "e2")])).await;
+    assert_eq!(labels(&report), ["Applied"]);
+    let item = db.item("ord-1").await.unwrap();
+    assert_eq!(s(&item, "status"), "PAID");
+    assert_eq!(s(&item, "payment_id"), "pay-1");
+    assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
+}
+
+#[tokio::test]
+async fn duplicate_is_acknowledged_and_not_applied_again() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let placed = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")]);
+    run(&c, &placed).await;
+    // The same message redelivered.
+    let (report, failed) = run(&c, &placed).await;
+    assert_eq!(report.records[0].outcome, Outcome::Duplicate);
+    assert!(failed.is_empty(), "a duplicate is acknowledged");
+    // The producer re-published it under a new messageId, in the same batch twice.
+    let again = batch(vec![
+        record("new-1", &body("ord-1", 1, "OrderPlaced", "e1").to_string()),
+        record("new-2", &body("ord-1", 1, "OrderPlaced", "e1").to_string()),
+    ]);
+    let (report, failed) = run(&c, &again).await;
+    assert_eq!(labels(&report), ["Duplicate", "Duplicate"]);
+    assert!(failed.is_empty());
+    assert_eq!(db.history("ord-1").await, ["e1"], "applied exactly once");
+}
+
+#[tokio::test]
+async fn duplicate_of_an_event_in_the_same_batch() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let b = body("ord-1", 1, "OrderPlaced", "e1").to_string();
+    let (report, failed) = run(&c, &batch(vec![record("a", &b), record("b", &b)])).await;
+    assert_eq!(labels(&report), ["Applied", "Duplicate"]);
+    assert!(failed.is_empty());
+    assert_eq!(db.history("ord-1").await, ["e1"]);
+}
+
+#[tokio::test]
+async fn stale_is_acknowledged_and_changes_nothing() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 1, "OrderPlaced", "e1"),
+            body("ord-1", 2, "OrderPaid", "e2"),
+            body("ord-1", 3, "OrderCancelled", "e3"),
+        ]),
+    )
+    .await;
+    let before = db.item("ord-1").await;
+    // A late OrderPaid with a new eventId but a superseded seq.
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderPaid", "e2-retry")])).await;
+    assert_eq!(report.records[0].outcome, Outcome::Stale { last_seq: 3 });
+    assert!(failed.is_empty());
+    assert_eq!(db.item("ord-1").await, before, "the item is untouched");
+}
+
+#[tokio::test]
+async fn rejected_is_acknowledged_and_counted() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    run(
+        &c,
+        &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-1", 2, "OrderCancelled", "e2")]),
+    )
+    .await;
+    let (report, failed) = run(
+        &c,
+        &batch_of(&[
+            // Shipping a cancelled order can never become legal.
+            body("ord-1", 3, "OrderShipped", "e3"),
+            // Nor can a second OrderPlaced for an existing order.
+            body("ord-1", 4, "OrderPlaced", "e4"),
+        ]),
+    )
+    .await;
+    assert_eq!(
+        report.records[0].outcome,
+        Outcome::Rejected {
+            current: Some(Status::Cancelled),
+            event: EventKind::Shipped
+        }
+    );
+    assert_eq!(
+        report.records[1].outcome,
+        Outcome::Rejected {
+            current: Some(Status::Cancelled),
+            event: EventKind::Placed
+        }
+    );
+    assert!(failed.is_empty(), "rejected events are acknowledged");
+    assert_eq!(db.status("ord-1").await.as_deref(), Some("CANCELLED"));
+    assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
+    let counts = order_consumer::metrics::OutcomeCounts::tally(report.outcomes());
+    assert_eq!(counts.get("Rejected"), 2);
+}
+
+#[tokio::test]
+async fn cancelling_a_shipped_order_is_rejected() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let lc = lifecycle("ord-1");
+    let bodies: Vec<_> = lc[..3].iter().map(|(s, k, e)| body("ord-1", *s, k, e)).collect();
+    run(&c, &batch_of(&bodies)).await;
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 4, "OrderCancelled", "c")])).await;
+    assert!(matches!(report.records[0].outcome, Outcome::Rejected { current: Some(Status::Shipped), .. }));
+    assert!(failed.is_empty());
+}
+
+#[tokio::test]
+async fn early_is_retried_and_applies_once_its_predecessor_has() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    // OrderPaid before the order exists.
+    let paid = batch(vec![record("paid", &body("ord-1", 2, "OrderPaid", "e2").to_string())]);
+    let (report, failed) = run(&c, &paid).await;
+    assert_eq!(
+        report.records[0].outcome,
+        Outcome::Early {
+            current: None,
+            event: EventKind::Paid
+        }
+    );
+    assert_eq!(failed, ["paid"], "an early event goes back to the queue");
+    assert_eq!(db.count_items().await, 0, "nothing was written");
+
+    run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")])).await;
+    // OrderShipped while the order is only PLACED: PAID is still reachable.
+    let shipped = batch(vec![record("ship", &body("ord-1", 3, "OrderShipped", "e3").to_string())]);
+    let (report, failed) = run(&c, &shipped).await;
+    assert!(matches!(report.records[0].outcome, Outcome::Early { current: Some(Status::Placed), .. }));
+    assert_eq!(failed, ["ship"]);
+
+    // SQS redelivers both; now they apply, in order.
+    let (report, failed) = run(&c, &paid).await;
+    assert_eq!(labels(&report), ["Applied"]);
+    assert!(failed.is_empty());
+    let (report, _) = run(&c, &shipped).await;
+    assert_eq!(labels(&report), ["Applied"]);
+    assert_eq!(db.history("ord-1").await, ["e1", "e2", "e3"]);
+}
+
+#[tokio::test]
+async fn conflict_is_a_failure_and_changes_nothing() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")])).await;
+    let before = db.item("ord-1").await;
+
+    let mut changed = body("ord-1", 1, "OrderPlaced", "e1");
+    changed["data"]["amount"] = json!(999);
+    let event = batch(vec![
+        record("other", &body("ord-1", 1, "OrderPlaced", "e1-other").to_string()),
+        record("changed", &changed.to_string()),
+    ]);
+    let (report, failed) = run(&c, &event).await;
+    assert_eq!(report.records[0].outcome, Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent));
+    assert_eq!(report.records[1].outcome, Outcome::Conflict(ConflictKind::ChangedPayload));
+    assert_eq!(failed, ["other", "changed"]);
+    assert_eq!(db.item("ord-1").await, before);
+}
+
+#[tokio::test]
+async fn invalid_bodies_fail_alone_with_a_specific_reason() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let mut no_seq = body("ord-2", 1, "OrderPlaced", "x");
+    no_seq.as_object_mut().unwrap().remove("seq");
+    let mut float_amount = body("ord-3", 1, "OrderPlaced", "y");
+    float_amount["data"]["amount"] = json!(10.5);
+    let event = batch(vec![
+        record("good", &body("ord-1", 1, "OrderPlaced", "e1").to_string()),
+        record("not-json", "this is not json"),
+        record("no-seq", &no_seq.to_string()),
+        record("float", &float_amount.to_string()),
+        record("good-2", &body("ord-1", 2, "OrderPaid", "e2").to_string()),
+    ]);
+    let (report, failed) = run(&c, &event).await;
+    assert_eq!(labels(&report), ["Applied", "Invalid", "Invalid", "Invalid", "Applied"]);
+    assert_eq!(failed, ["not-json", "no-seq", "float"]);
+    assert!(matches!(&report.records[1].outcome, Outcome::Invalid(ParseError::NotJson(_))));
+    assert_eq!(report.records[2].outcome, Outcome::Invalid(ParseError::MissingField { path: "seq".into() }));
+    assert_eq!(
+        report.records[3].outcome,
+        Outcome::Invalid(ParseError::WrongType {
+            path: "data.amount".into(),
+            expected: "a non-negative integer"
+        })
+    );
+    assert_eq!(db.count_items().await, 1);
+}
+
+#[tokio::test]
+async fn missing_table_fails_the_invocation() {
+    let db = TestDb::new().await;
+    let store = order_consumer::store::OrderStore::new(db.client.clone(), "no-such-table");
+    let c = consumer_with(store, &[]);
+    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-2", 1, "OrderPlaced", "e2")]);
+    let (report, response) = c.handle_batch(&event, far_deadline()).await;
+    assert_eq!(labels(&report), ["Failed", "Failed"]);
+    assert_eq!(report.records[0].outcome, Outcome::Failed(StoreError::TableNotFound));
+    assert_eq!(response.unwrap_err(), order_consumer::batch::BatchError::Outage(2));
+}
+
+#[tokio::test]
+async fn unreachable_dynamodb_is_a_network_failure() {
+    // A port nobody listens on: bind, learn the port, close.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let store = order_consumer::store::OrderStore::new(client_for(&format!("http://127.0.0.1:{port}")), "orders");
+    let c = consumer_with(store, &[]);
+    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")]);
+    let (report, response) = c.handle_batch(&event, far_deadline()).await;
+    assert_eq!(report.records[0].outcome, Outcome::Failed(StoreError::Network));
+    assert!(response.is_err(), "every record failed on infrastructure: invocation error");
+}

@@ -1,0 +1,94 @@
+//! The sample events in events/ are real SQS events: each file parses, and
+//! running them in order (as `make demo` does) produces the outcome each one
+//! is meant to show, per record, as listed in events/scenarios.json.
+
+use std::path::PathBuf;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use order_consumer::domain::Outcome;
+use serde::Deserialize;
+
+use crate::support::*;
+
+#[derive(Deserialize)]
+struct Scenario {
+    file: String,
+    title: String,
+    expect: Vec<String>,
+}
+
+fn events_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events")
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let text = std::fs::read_to_string(events_dir().join("scenarios.json")).expect("events/scenarios.json");
+    serde_json::from_str(&text).expect("scenarios.json parses")
+}
+
+fn load(file: &str) -> SqsEvent {
+    let text = std::fs::read_to_string(events_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file} is not an SQS event: {e}"))
+}
+
+#[test]
+fn every_event_file_is_listed_and_is_a_well_formed_sqs_event() {
+    let listed: Vec<String> = scenarios().into_iter().map(|s| s.file).collect();
+    let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && n != "scenarios.json")
+        .collect();
+    on_disk.sort();
+    assert_eq!(listed, on_disk, "every sample event has a scenario, in file order");
+    for file in &listed {
+        let event = load(file);
+        assert!(!event.records.is_empty(), "{file}");
+        for r in &event.records {
+            let body = r.body.as_deref().expect("body");
+            assert!(r.message_id.as_deref().is_some_and(|m| !m.is_empty()), "{file}: messageId");
+            assert!(r.receipt_handle.is_some(), "{file}: receiptHandle");
+            assert_eq!(r.event_source.as_deref(), Some("aws:sqs"), "{file}");
+            assert!(r.event_source_arn.as_deref().is_some_and(|a| a.starts_with("arn:aws:sqs:")), "{file}");
+            assert!(r.aws_region.is_some(), "{file}");
+            assert!(r.attributes.contains_key("ApproximateReceiveCount"), "{file}");
+            assert_eq!(r.md5_of_body.as_deref().map(str::len), Some(32), "{file}: md5OfBody");
+            let _ = body;
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_sample_event_shows_its_outcome() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    for sc in scenarios() {
+        let event = load(&sc.file);
+        let (report, failed) = run(&c, &event).await;
+        let got: Vec<&str> = report.outcomes().map(Outcome::label).collect();
+        assert_eq!(got, sc.expect, "{}: {}", sc.file, sc.title);
+        // The batch item failures are exactly the records not acknowledged.
+        let expected_failed: Vec<String> = event
+            .records
+            .iter()
+            .zip(&sc.expect)
+            .filter(|(_, e)| !matches!(e.as_str(), "Applied" | "Duplicate" | "Stale" | "Rejected"))
+            .map(|(r, _)| r.message_id.clone().unwrap())
+            .collect();
+        assert_eq!(failed, expected_failed, "{}", sc.file);
+    }
+    let final_status = [
+        ("ord-1001", "DELIVERED"),
+        ("ord-1002", "DELIVERED"),
+        ("ord-1003", "PAID"),
+        ("ord-1005", "CANCELLED"),
+        ("ord-1006", "PAID"),
+        ("ord-1007", "DELIVERED"),
+        ("ord-1008", "PLACED"),
+        ("ord-1009", "PAID"),
+    ];
+    for (order, status) in final_status {
+        assert_eq!(db.status(order).await.as_deref(), Some(status), "{order}");
+    }
+    assert_eq!(db.count_items().await, final_status.len());
+}
