@@ -57,29 +57,27 @@ impl Consumer {
         }
     }
 
-    /// The Lambda entry point.
+    /// The Lambda entry point: run the batch, emit its metrics line, answer.
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
         let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
-        let (_, response) = self.handle_batch(&event.payload, deadline).await;
+        let (report, response) = self.handle_batch(&event.payload, deadline).await;
+        metrics::emit(&metrics::emf_document(
+            &self.config.metrics_namespace,
+            &self.config.function_name,
+            &OutcomeCounts::tally(report.outcomes()),
+            report.records.len(),
+        ));
         Ok(response?)
     }
 
-    /// Process a batch, emit its metrics line, and build the response.
-    /// Returns the per-record report too, for callers that show it (tests,
-    /// the local demo).
+    /// Process a batch and build the response, keeping the per-record report
+    /// for callers that show it (tests, the local demo).
     pub async fn handle_batch(
         &self,
         event: &SqsEvent,
         deadline: Instant,
     ) -> (BatchReport, Result<SqsBatchResponse, BatchError>) {
         let report = batch::process(&self.store, self.settings(), &event.records, deadline).await;
-        let counts = OutcomeCounts::tally(report.outcomes());
-        metrics::emit(&metrics::emf_document(
-            &self.config.metrics_namespace,
-            &self.config.function_name,
-            &counts,
-            report.records.len(),
-        ));
         let response = report.to_response();
         if let Err(e) = &response {
             tracing::error!(error = %e, "failing the invocation");

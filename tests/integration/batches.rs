@@ -166,3 +166,40 @@ async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
         assert_eq!(db.status(o).await.as_deref(), Some("DELIVERED"));
     }
 }
+
+#[tokio::test]
+async fn the_lambda_entry_point_uses_the_invocation_deadline() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-1", 3, "OrderShipped", "e3")]);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+
+    // A deadline already in the past: nothing starts, everything goes back.
+    let mut ctx = lambda_runtime::Context::default();
+    ctx.deadline = now_ms;
+    let response = c.handle(lambda_runtime::LambdaEvent::new(event.clone(), ctx)).await.unwrap();
+    assert_eq!(failed_ids(&response), ["m-0", "m-1"]);
+    assert_eq!(db.count_items().await, 0);
+
+    // A normal deadline: Placed applies, Shipped is early and goes back.
+    let mut ctx = lambda_runtime::Context::default();
+    ctx.deadline = now_ms + 30_000;
+    let response = c.handle(lambda_runtime::LambdaEvent::new(event, ctx)).await.unwrap();
+    assert_eq!(failed_ids(&response), ["m-1"]);
+    assert_eq!(db.history("ord-1").await, ["e1"]);
+}
+
+#[test]
+fn the_binary_refuses_to_start_without_table_name() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_order-consumer"))
+        .env_remove("TABLE_NAME")
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .output()
+        .expect("run the binary");
+    assert!(!out.status.success(), "must not start");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("TABLE_NAME is required"), "clear message, got: {text}");
+}

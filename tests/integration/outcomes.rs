@@ -248,3 +248,18 @@ async fn unreachable_dynamodb_is_a_network_failure() {
     assert_eq!(report.records[0].outcome, Outcome::Failed(StoreError::Network));
     assert!(response.is_err(), "every record failed on infrastructure: invocation error");
 }
+
+#[tokio::test]
+async fn a_superseded_event_is_stale_even_when_its_transition_is_legal() {
+    // Placed(1), then Paid(3). A Cancelled(2) that arrives late would pass the
+    // status guard (PAID may be cancelled); only `last_event_seq < :seq`
+    // stops it from undoing the newer state.
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-1", 3, "OrderPaid", "e3")])).await;
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderCancelled", "e2")])).await;
+    assert_eq!(report.records[0].outcome, Outcome::Stale { last_seq: 3 });
+    assert!(failed.is_empty());
+    assert_eq!(db.status("ord-1").await.as_deref(), Some("PAID"));
+    assert_eq!(db.history("ord-1").await, ["e1", "e3"]);
+}

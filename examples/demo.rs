@@ -1,0 +1,152 @@
+//! `make demo`: the whole story on a laptop, no AWS account, no Docker.
+//!
+//! Starts a DynamoDB-compatible server (dynoxide, in this process, on a free
+//! port of 127.0.0.1), creates the orders table, and runs the function's real
+//! handler ([`Consumer::handle_batch`], the same code the Lambda binary runs,
+//! with the same SDK client talking HTTP) on each sample event in
+//! events/scenarios.json order. For every record it prints the outcome next to
+//! the outcome the scenario expects, then the batch item failures, and at the
+//! end the orders table. Exits non-zero if any outcome differs.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::AttributeValue;
+use order_consumer::Consumer;
+use order_consumer::config::Config;
+use order_consumer::domain::Outcome;
+use order_consumer::event::parse_body;
+use order_consumer::metrics::OutcomeCounts;
+use order_consumer::store::{self, OrderStore};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Scenario {
+    file: String,
+    title: String,
+    expect: Vec<String>,
+}
+
+const TABLE: &str = "orders";
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs are off unless asked for (RUST_LOG=info): the table below is the
+    // point.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let db = dynoxide::Database::memory()?;
+    let server = tokio::spawn(dynoxide::server::serve_on(listener, db));
+    println!("dynoxide (DynamoDB-compatible) listening on {endpoint}");
+
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("local", "local", None, None, "demo"))
+            .endpoint_url(&endpoint)
+            .retry_config(store::retry_config())
+            .timeout_config(store::timeout_config())
+            .build(),
+    );
+    store::create_table(&client, TABLE).await?;
+    println!("created table `{TABLE}`\n");
+
+    let config = Config::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
+    let consumer = Consumer::new(OrderStore::new(client.clone(), TABLE), config);
+
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
+    let scenarios: Vec<Scenario> = serde_json::from_str(&std::fs::read_to_string(dir.join("scenarios.json"))?)?;
+    let mut mismatches = 0;
+    for sc in &scenarios {
+        let event: SqsEvent = serde_json::from_str(&std::fs::read_to_string(dir.join(&sc.file))?)?;
+        println!("== events/{}  ({})", sc.file, sc.title);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let (report, response) = consumer.handle_batch(&event, deadline).await;
+        for ((record, rep), expected) in event.records.iter().zip(&report.records).zip(&sc.expect) {
+            let what = match parse_body(record.body.as_deref()) {
+                Ok(ev) => format!("{} {} seq {}", ev.order_id, ev.kind(), ev.seq.get()),
+                Err(_) => "(unparseable body)".to_owned(),
+            };
+            let ok = rep.outcome.label() == expected;
+            if !ok {
+                mismatches += 1;
+            }
+            println!(
+                "   {} {:<34} {:<12} {}{}",
+                if ok { "ok " } else { "BAD" },
+                what,
+                rep.outcome.label(),
+                detail(&rep.outcome),
+                if ok { String::new() } else { format!("   (expected {expected})") }
+            );
+        }
+        let counts = OutcomeCounts::tally(report.outcomes());
+        let nonzero: Vec<String> = counts.0.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k}={n}")).collect();
+        println!("   metrics (EMF line in Lambda): {}", nonzero.join(" "));
+        match response {
+            Ok(r) if r.batch_item_failures.is_empty() => println!("   batchItemFailures: none, SQS deletes every message\n"),
+            Ok(r) => {
+                let ids: Vec<&str> = r.batch_item_failures.iter().map(|f| short(&f.item_identifier)).collect();
+                println!("   batchItemFailures: [{}], SQS redelivers these\n", ids.join(", "));
+            }
+            Err(e) => println!("   invocation error: {e}\n"),
+        }
+    }
+
+    print_table(&client).await?;
+    server.abort();
+    if mismatches > 0 {
+        eprintln!("\n{mismatches} record(s) did not show the expected outcome");
+        std::process::exit(1);
+    }
+    println!("\nevery record showed its expected outcome");
+    Ok(())
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn detail(o: &Outcome) -> String {
+    match o {
+        Outcome::Applied | Outcome::Duplicate => String::new(),
+        other => {
+            let text = other.to_string();
+            text.split_once(": ").map(|(_, d)| d.to_owned()).unwrap_or(text)
+        }
+    }
+}
+
+async fn print_table(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn std::error::Error>> {
+    let items = client.scan().table_name(TABLE).send().await?.items.unwrap_or_default();
+    let mut rows: Vec<&HashMap<String, AttributeValue>> = items.iter().collect();
+    let get = |i: &HashMap<String, AttributeValue>, k: &str| match i.get(k) {
+        Some(AttributeValue::S(s)) | Some(AttributeValue::N(s)) => s.clone(),
+        Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect::<Vec<_>>().join(", "),
+        _ => "-".to_owned(),
+    };
+    rows.sort_by_key(|i| get(i, "order_id"));
+    println!("== final `{TABLE}` table");
+    println!("   {:<10} {:<10} {:>4}  applied events (history)", "order_id", "status", "seq");
+    for i in rows {
+        println!(
+            "   {:<10} {:<10} {:>4}  {}",
+            get(i, "order_id"),
+            get(i, "status"),
+            get(i, "last_event_seq"),
+            get(i, "history")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Policy checks on the *translated* (plain CloudFormation) template.
+
+Usage: check_template.py TRANSLATED_TEMPLATE_JSON
+
+Prints one PASS/FAIL line per check and ends with "N passed, M failed";
+exits 1 when any check fails. Parameter references are resolved with the
+template's defaults (and, for the FIFO checks, with FifoQueue=true), so the
+checks judge what a plain `sam deploy` of the template would create.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any, Callable
+
+NO_VALUE = object()  # result of {"Ref": "AWS::NoValue"}
+
+ALLOWED_MANAGED_POLICY = re.compile(
+    r"^arn:aws[a-z-]*:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$"
+)
+REQUIRED_SQS_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+FOURTEEN_DAYS = 14 * 24 * 3600
+
+
+class CheckError(Exception):
+    """A check's precondition is missing (e.g. no event source mapping)."""
+
+
+# ---------------------------------------------------------------------------
+# Minimal intrinsic-function evaluator (enough for this template)
+# ---------------------------------------------------------------------------
+class Evaluator:
+    def __init__(self, template: dict[str, Any], overrides: dict[str, str] | None = None):
+        self.template = template
+        self.params: dict[str, str] = {}
+        for name, spec in template.get("Parameters", {}).items():
+            if "Default" in spec:
+                self.params[name] = str(spec["Default"])
+        self.params.update(overrides or {})
+        self._conditions: dict[str, bool] = {}
+
+    def condition(self, name: str) -> bool:
+        if name not in self._conditions:
+            spec = self.template.get("Conditions", {}).get(name)
+            if spec is None:
+                raise CheckError(f"unknown condition {name!r}")
+            self._conditions[name] = bool(self.ev(spec))
+        return self._conditions[name]
+
+    def ev(self, node: Any) -> Any:
+        if isinstance(node, list):
+            out = [self.ev(x) for x in node]
+            return [x for x in out if x is not NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            (key, arg), = node.items()
+            if key == "Ref":
+                if arg == "AWS::NoValue":
+                    return NO_VALUE
+                if arg in self.params:
+                    return self.params[arg]
+                return {"Ref": arg}  # resource or pseudo parameter: keep symbolic
+            if key == "Fn::If":
+                cond, yes, no = arg
+                return self.ev(yes if self.condition(cond) else no)
+            if key == "Condition" and isinstance(arg, str):
+                return self.condition(arg)
+            if key == "Fn::Equals":
+                a, b = (self.ev(x) for x in arg)
+                return str(a) == str(b)
+            if key == "Fn::Not":
+                return not self.ev(arg[0])
+            if key == "Fn::And":
+                return all(self.ev(x) for x in arg)
+            if key == "Fn::Or":
+                return any(self.ev(x) for x in arg)
+            if key == "Fn::Contains":
+                values, needle = self.ev(arg[0]), self.ev(arg[1])
+                return str(needle) in [str(v) for v in values]
+            if key == "Fn::Sub" and isinstance(arg, str):
+                return re.sub(
+                    r"\$\{([A-Za-z0-9_:]+)\}",
+                    lambda m: self.params.get(m.group(1), m.group(0)),
+                    arg,
+                )
+        out = {k: self.ev(v) for k, v in node.items()}
+        return {k: v for k, v in out.items() if v is not NO_VALUE}
+
+    def number(self, node: Any, what: str) -> float:
+        value = self.ev(node)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise CheckError(f"{what} does not resolve to a number: {value!r}") from None
+
+
+def getatt_target(node: Any, attr: str = "Arn") -> str | None:
+    """Logical id X of {"Fn::GetAtt": [X, attr]} (or "X.attr"), else None."""
+    if isinstance(node, dict) and "Fn::GetAtt" in node:
+        ga = node["Fn::GetAtt"]
+        parts = ga.split(".", 1) if isinstance(ga, str) else list(ga)
+        if len(parts) == 2 and parts[1] == attr:
+            return parts[0]
+    return None
+
+
+def as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    return x if isinstance(x, list) else [x]
+
+
+# ---------------------------------------------------------------------------
+# Template model
+# ---------------------------------------------------------------------------
+class Model:
+    def __init__(self, template: dict[str, Any]):
+        self.t = template
+        self.res: dict[str, dict[str, Any]] = template.get("Resources", {})
+        self.defaults = Evaluator(template)
+
+    def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.res.items() if v.get("Type") == rtype}
+
+    def props(self, logical_id: str, ev: Evaluator | None = None) -> dict[str, Any]:
+        raw = self.res[logical_id].get("Properties", {})
+        return (ev or self.defaults).ev(raw)
+
+    def function(self) -> str:
+        fns = self.of_type("AWS::Lambda::Function")
+        if len(fns) != 1:
+            raise CheckError(f"expected exactly one AWS::Lambda::Function, found {sorted(fns)}")
+        return next(iter(fns))
+
+    def esm(self) -> str:
+        fn = self.function()
+        esms = [
+            k
+            for k, v in self.of_type("AWS::Lambda::EventSourceMapping").items()
+            if v.get("Properties", {}).get("FunctionName") in ({"Ref": fn}, fn)
+        ]
+        if len(esms) != 1:
+            raise CheckError(f"expected one event source mapping for {fn}, found {esms}")
+        return esms[0]
+
+    def source_queue(self) -> str:
+        q = getatt_target(self.res[self.esm()]["Properties"].get("EventSourceArn"))
+        if q is None or self.res.get(q, {}).get("Type") != "AWS::SQS::Queue":
+            raise CheckError("event source mapping is not fed by an AWS::SQS::Queue of this stack")
+        return q
+
+    def dlq(self) -> str:
+        redrive = self.res[self.source_queue()].get("Properties", {}).get("RedrivePolicy")
+        if not isinstance(redrive, dict):
+            raise CheckError("source queue has no RedrivePolicy")
+        d = getatt_target(redrive.get("deadLetterTargetArn"))
+        if d is None or self.res.get(d, {}).get("Type") != "AWS::SQS::Queue":
+            raise CheckError("RedrivePolicy.deadLetterTargetArn is not a queue of this stack")
+        return d
+
+    def table(self) -> str:
+        tables = self.of_type("AWS::DynamoDB::Table")
+        if len(tables) != 1:
+            raise CheckError(f"expected exactly one AWS::DynamoDB::Table, found {sorted(tables)}")
+        return next(iter(tables))
+
+    def function_role(self) -> str:
+        role = self.res[self.function()]["Properties"].get("Role")
+        rid = getatt_target(role)
+        if rid is None or self.res.get(rid, {}).get("Type") != "AWS::IAM::Role":
+            raise CheckError(f"function role is not an AWS::IAM::Role of this stack: {role!r}")
+        return rid
+
+    def iam_statements(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every permission statement (not trust policies) in the template."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for lid, r in self.res.items():
+            p = r.get("Properties", {})
+            if r.get("Type") == "AWS::IAM::Role":
+                for pol in as_list(p.get("Policies")):
+                    for st in as_list(pol.get("PolicyDocument", {}).get("Statement")):
+                        out.append((f"{lid}/{pol.get('PolicyName')}", st))
+            elif r.get("Type") in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"):
+                for st in as_list(p.get("PolicyDocument", {}).get("Statement")):
+                    out.append((lid, st))
+        return out
+
+    def role_statements(self, role: str) -> list[dict[str, Any]]:
+        sts = [
+            st
+            for src, st in self.iam_statements()
+            if src.split("/")[0] == role
+        ]
+        for lid, r in self.res.items():
+            if r.get("Type") in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+                roles = as_list(r.get("Properties", {}).get("Roles"))
+                if {"Ref": role} in roles:
+                    sts.extend(as_list(r["Properties"].get("PolicyDocument", {}).get("Statement")))
+            if r.get("Type") == "AWS::IAM::RolePolicy" and r.get("Properties", {}).get("RoleName") == {"Ref": role}:
+                sts.extend(as_list(r["Properties"].get("PolicyDocument", {}).get("Statement")))
+        return [self.defaults.ev(st) for st in sts]
+
+
+# ---------------------------------------------------------------------------
+# Checks: each returns None (pass) or raises AssertionError(detail)
+# ---------------------------------------------------------------------------
+CHECKS: list[tuple[str, Callable[[Model], None]]] = []
+
+
+def check(name: str):
+    def deco(fn: Callable[[Model], None]):
+        CHECKS.append((name, fn))
+        return fn
+
+    return deco
+
+
+@check("function runtime is provided.al2023 with handler bootstrap")
+def _(m: Model) -> None:
+    p = m.props(m.function())
+    assert p.get("Runtime") == "provided.al2023", f"Runtime is {p.get('Runtime')!r}"
+    assert p.get("Handler") == "bootstrap", f"Handler is {p.get('Handler')!r}"
+
+
+@check("event source mapping reports batch item failures (ReportBatchItemFailures)")
+def _(m: Model) -> None:
+    p = m.props(m.esm())
+    types = as_list(p.get("FunctionResponseTypes"))
+    assert "ReportBatchItemFailures" in types, f"FunctionResponseTypes is {types!r}"
+
+
+@check("event source mapping has ScalingConfig.MaximumConcurrency in 2..1000")
+def _(m: Model) -> None:
+    p = m.props(m.esm())
+    mc = p.get("ScalingConfig", {}).get("MaximumConcurrency")
+    assert mc is not None, "ScalingConfig.MaximumConcurrency missing"
+    assert 2 <= float(mc) <= 1000, f"MaximumConcurrency default is {mc}"
+
+
+@check("no IAM statement allows Action '*' or a wildcard action such as dynamodb:*")
+def _(m: Model) -> None:
+    bad = []
+    for src, st in m.iam_statements():
+        st = m.defaults.ev(st)
+        if "NotAction" in st and st.get("Effect") == "Allow":
+            bad.append(f"{src}: Allow with NotAction")
+        for a in as_list(st.get("Action")):
+            if isinstance(a, str) and "*" in a and st.get("Effect") == "Allow":
+                bad.append(f"{src}: Action {a!r}")
+    assert not bad, "; ".join(bad)
+
+
+@check("no IAM statement allows Resource '*'")
+def _(m: Model) -> None:
+    bad = []
+    for src, st in m.iam_statements():
+        st = m.defaults.ev(st)
+        if st.get("Effect") != "Allow":
+            continue
+        if "NotResource" in st:
+            bad.append(f"{src}: Allow with NotResource")
+        for r in as_list(st.get("Resource")):
+            if r == "*" or (isinstance(r, str) and r.endswith(":*:*")):
+                bad.append(f"{src}: Resource {r!r}")
+    assert not bad, "; ".join(bad)
+
+
+@check("roles attach no managed policy except AWSLambdaBasicExecutionRole")
+def _(m: Model) -> None:
+    bad = []
+    for lid, r in m.of_type("AWS::IAM::Role").items():
+        for arn in as_list(m.props(lid).get("ManagedPolicyArns")):
+            if not (isinstance(arn, str) and ALLOWED_MANAGED_POLICY.match(arn)):
+                bad.append(f"{lid}: {arn!r}")
+    assert not bad, "; ".join(bad)
+
+
+@check("function's only DynamoDB permission is dynamodb:UpdateItem on the table ARN")
+def _(m: Model) -> None:
+    table = m.table()
+    sts = [st for st in m.role_statements(m.function_role()) if st.get("Effect") == "Allow"]
+    ddb = [st for st in sts if any(str(a).lower().startswith("dynamodb:") for a in as_list(st.get("Action")))]
+    assert ddb, "no DynamoDB permission at all (the function needs UpdateItem)"
+    for st in ddb:
+        actions = set(as_list(st.get("Action")))
+        assert actions == {"dynamodb:UpdateItem"}, f"DynamoDB statement grants {sorted(actions)}"
+        for r in as_list(st.get("Resource")):
+            assert getatt_target(r) == table, f"UpdateItem resource is {r!r}, expected GetAtt {table}.Arn"
+
+
+@check("function's SQS permissions are the event-source set, scoped to the source queue ARN")
+def _(m: Model) -> None:
+    queue = m.source_queue()
+    sts = [st for st in m.role_statements(m.function_role()) if st.get("Effect") == "Allow"]
+    granted: set[str] = set()
+    for st in sts:
+        actions = [a for a in as_list(st.get("Action")) if str(a).lower().startswith("sqs:")]
+        if not actions:
+            continue
+        granted.update(actions)
+        for r in as_list(st.get("Resource")):
+            assert getatt_target(r) == queue, f"SQS actions {actions} granted on {r!r}, expected GetAtt {queue}.Arn"
+    missing = REQUIRED_SQS_ACTIONS - granted
+    assert not missing, f"missing {sorted(missing)} (the event source mapping cannot poll)"
+
+
+@check("DLQ MessageRetentionPeriod is 14 days (1209600 s) and longer than the source queue's")
+def _(m: Model) -> None:
+    got = m.props(m.dlq()).get("MessageRetentionPeriod")
+    assert got is not None and float(got) == FOURTEEN_DAYS, f"MessageRetentionPeriod is {got!r}"
+    # A moved message keeps its original enqueue time, so the DLQ must retain
+    # longer than the source queue (SQS default 4 days).
+    src = float(m.props(m.source_queue()).get("MessageRetentionPeriod", 345600))
+    assert float(got) > src, f"DLQ retention {got} <= source queue retention {src:g}"
+
+
+@check("RedrivePolicy maxReceiveCount >= 5 (default and parameter MinValue)")
+def _(m: Model) -> None:
+    raw = m.res[m.source_queue()]["Properties"]["RedrivePolicy"].get("maxReceiveCount")
+    value = m.defaults.number(raw, "maxReceiveCount")
+    assert value >= 5, f"maxReceiveCount default is {value:g}"
+    if isinstance(raw, dict) and "Ref" in raw:
+        spec = m.t.get("Parameters", {}).get(raw["Ref"], {})
+        assert float(spec.get("MinValue", 0)) >= 5, f"parameter {raw['Ref']} allows MinValue {spec.get('MinValue')!r}"
+
+
+@check("source VisibilityTimeout >= 6 * function Timeout + batching window (defaults)")
+def _(m: Model) -> None:
+    vt = m.defaults.number(m.res[m.source_queue()]["Properties"].get("VisibilityTimeout", 30), "VisibilityTimeout")
+    timeout = m.defaults.number(m.res[m.function()]["Properties"].get("Timeout", 3), "Timeout")
+    window = m.props(m.esm()).get("MaximumBatchingWindowInSeconds", 0)
+    need = 6 * timeout + float(window)
+    assert vt >= need, f"VisibilityTimeout {vt:g} < 6*{timeout:g} + {float(window):g} = {need:g}"
+
+
+@check("server-side encryption on every SQS queue")
+def _(m: Model) -> None:
+    queues = m.of_type("AWS::SQS::Queue")
+    assert queues, "no queues"
+    bad = [
+        q
+        for q in queues
+        if not (str(m.props(q).get("SqsManagedSseEnabled")).lower() == "true" or m.props(q).get("KmsMasterKeyId"))
+    ]
+    assert not bad, f"no SqsManagedSseEnabled/KmsMasterKeyId on {bad}"
+
+
+@check("table is on-demand, PITR on, hash key order_id (S), deletion protection on by default")
+def _(m: Model) -> None:
+    p = m.props(m.table())
+    assert p.get("BillingMode") == "PAY_PER_REQUEST", f"BillingMode {p.get('BillingMode')!r}"
+    pitr = p.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled")
+    assert str(pitr).lower() == "true", f"PointInTimeRecoveryEnabled {pitr!r}"
+    assert p.get("KeySchema") == [{"AttributeName": "order_id", "KeyType": "HASH"}], f"KeySchema {p.get('KeySchema')!r}"
+    assert {"AttributeName": "order_id", "AttributeType": "S"} in p.get("AttributeDefinitions", []), "order_id is not S"
+    dp = p.get("DeletionProtectionEnabled")
+    assert str(dp).lower() == "true", f"DeletionProtectionEnabled default {dp!r}"
+
+
+@check("function environment wires TABLE_NAME to the table and sets the tuning variables")
+def _(m: Model) -> None:
+    env = m.props(m.function()).get("Environment", {}).get("Variables", {})
+    assert env.get("TABLE_NAME") == {"Ref": m.table()}, f"TABLE_NAME is {env.get('TABLE_NAME')!r}"
+    missing = [k for k in ("MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE") if k not in env]
+    assert not missing, f"missing {missing}"
+
+
+@check("alarms: DLQ visible messages > 0 and function Errors > 0")
+def _(m: Model) -> None:
+    dlq, fn = m.dlq(), m.function()
+    found = {"dlq": False, "errors": False}
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
+        gt0 = p.get("ComparisonOperator") == "GreaterThanThreshold" and float(p.get("Threshold", -1)) == 0
+        if (
+            p.get("MetricName") == "ApproximateNumberOfMessagesVisible"
+            and getatt_target(dims.get("QueueName"), "QueueName") == dlq
+            and gt0
+        ):
+            found["dlq"] = True
+        if p.get("MetricName") == "Errors" and dims.get("FunctionName") == {"Ref": fn} and gt0:
+            found["errors"] = True
+    assert all(found.values()), f"missing alarm(s): {[k for k, v in found.items() if not v]}"
+
+
+@check("FifoQueue=false: both queues are standard")
+def _(m: Model) -> None:
+    ev = Evaluator(m.t, {"FifoQueue": "false"})
+    for q in (m.source_queue(), m.dlq()):
+        p = m.props(q, ev)
+        assert "FifoQueue" not in p or str(p["FifoQueue"]).lower() == "false", f"{q} is FIFO"
+
+
+@check("FifoQueue=true: queue AND DLQ are FIFO, named *.fifo, no content dedup, no batching window")
+def _(m: Model) -> None:
+    ev = Evaluator(m.t, {"FifoQueue": "true"})
+    for q in (m.source_queue(), m.dlq()):
+        p = m.props(q, ev)
+        assert str(p.get("FifoQueue")).lower() == "true", f"{q} is not FIFO"
+        name = p.get("QueueName")
+        assert isinstance(name, str) and name.endswith(".fifo"), f"{q} QueueName {name!r} does not end in .fifo"
+        assert str(p.get("ContentBasedDeduplication")).lower() == "false", f"{q} ContentBasedDeduplication"
+    esm = m.props(m.esm(), ev)
+    assert "MaximumBatchingWindowInSeconds" not in esm, "batching window set on a FIFO event source"
+
+
+def rules_pass(m: Model, overrides: dict[str, str]) -> bool:
+    ev = Evaluator(m.t, overrides)
+    for rule in m.t.get("Rules", {}).values():
+        if "RuleCondition" in rule and not ev.ev(rule["RuleCondition"]):
+            continue
+        if not all(ev.ev(a["Assert"]) for a in rule.get("Assertions", [])):
+            return False
+    return True
+
+
+@check("Rules: BatchSize > 10 needs a batching window; FIFO needs BatchSize <= 10 and no window")
+def _(m: Model) -> None:
+    cases = [
+        ({}, True),
+        ({"BatchSize": "100", "MaximumBatchingWindowInSeconds": "0"}, False),
+        ({"BatchSize": "100", "MaximumBatchingWindowInSeconds": "1"}, True),
+        ({"FifoQueue": "true"}, True),
+        ({"FifoQueue": "true", "BatchSize": "11", "MaximumBatchingWindowInSeconds": "1"}, False),
+        ({"FifoQueue": "true", "MaximumBatchingWindowInSeconds": "5"}, False),
+    ]
+    wrong = [(o, want) for o, want in cases if rules_pass(m, o) != want]
+    assert not wrong, "; ".join(f"{o} should {'pass' if w else 'be rejected'}" for o, w in wrong)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[1]) as fh:
+        model = Model(json.load(fh))
+    passed = failed = 0
+    for name, fn in CHECKS:
+        try:
+            fn(model)
+        except (AssertionError, CheckError) as exc:
+            failed += 1
+            print(f"FAIL: {name}: {exc}")
+        except Exception as exc:  # a broken template shape is a failure, not a crash
+            failed += 1
+            print(f"FAIL: {name}: {type(exc).__name__}: {exc}")
+        else:
+            passed += 1
+            print(f"PASS: {name}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
