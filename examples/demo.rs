@@ -66,7 +66,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let consumer = Consumer::new(OrderStore::new(client.clone(), TABLE), config);
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
-    let scenarios: Vec<Scenario> = serde_json::from_str(&std::fs::read_to_string(dir.join("scenarios.json"))?)?;
+    let scenarios: Vec<Scenario> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("scenarios.json"))?)?;
     let mut mismatches = 0;
     for sc in &scenarios {
         let event: SqsEvent = serde_json::from_str(&std::fs::read_to_string(dir.join(&sc.file))?)?;
@@ -88,17 +89,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 what,
                 rep.outcome.label(),
                 detail(&rep.outcome),
-                if ok { String::new() } else { format!("   (expected {expected})") }
+                if ok {
+                    String::new()
+                } else {
+                    format!("   (expected {expected})")
+                }
             );
         }
         let counts = OutcomeCounts::tally(report.outcomes());
-        let nonzero: Vec<String> = counts.0.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k}={n}")).collect();
+        let nonzero: Vec<String> = counts
+            .0
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect();
         println!("   metrics (EMF line in Lambda): {}", nonzero.join(" "));
         match response {
-            Ok(r) if r.batch_item_failures.is_empty() => println!("   batchItemFailures: none, SQS deletes every message\n"),
+            Ok(r) if r.batch_item_failures.is_empty() => {
+                println!("   batchItemFailures: none, SQS deletes every message\n")
+            }
             Ok(r) => {
-                let ids: Vec<&str> = r.batch_item_failures.iter().map(|f| short(&f.item_identifier)).collect();
-                println!("   batchItemFailures: [{}], SQS redelivers these\n", ids.join(", "));
+                let ids: Vec<&str> = r
+                    .batch_item_failures
+                    .iter()
+                    .map(|f| short(&f.item_identifier))
+                    .collect();
+                println!(
+                    "   batchItemFailures: [{}], SQS redelivers these\n",
+                    ids.join(", ")
+                );
             }
             Err(e) => println!("   invocation error: {e}\n"),
         }
@@ -123,22 +142,37 @@ fn detail(o: &Outcome) -> String {
         Outcome::Applied | Outcome::Duplicate => String::new(),
         other => {
             let text = other.to_string();
-            text.split_once(": ").map(|(_, d)| d.to_owned()).unwrap_or(text)
+            text.split_once(": ")
+                .map(|(_, d)| d.to_owned())
+                .unwrap_or(text)
         }
     }
 }
 
 async fn print_table(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn std::error::Error>> {
-    let items = client.scan().table_name(TABLE).send().await?.items.unwrap_or_default();
+    let items = client
+        .scan()
+        .table_name(TABLE)
+        .send()
+        .await?
+        .items
+        .unwrap_or_default();
     let mut rows: Vec<&HashMap<String, AttributeValue>> = items.iter().collect();
     let get = |i: &HashMap<String, AttributeValue>, k: &str| match i.get(k) {
         Some(AttributeValue::S(s)) | Some(AttributeValue::N(s)) => s.clone(),
-        Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect::<Vec<_>>().join(", "),
+        Some(AttributeValue::L(l)) => l
+            .iter()
+            .filter_map(|v| v.as_s().ok().cloned())
+            .collect::<Vec<_>>()
+            .join(", "),
         _ => "-".to_owned(),
     };
     rows.sort_by_key(|i| get(i, "order_id"));
     println!("== final `{TABLE}` table");
-    println!("   {:<10} {:<10} {:>4}  applied events (history)", "order_id", "status", "seq");
+    println!(
+        "   {:<10} {:<10} {:>4}  applied events (history)",
+        "order_id", "status", "seq"
+    );
     for i in rows {
         println!(
             "   {:<10} {:<10} {:>4}  {}",

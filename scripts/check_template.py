@@ -3,7 +3,7 @@
 
 Usage: check_template.py TRANSLATED_TEMPLATE_JSON
 
-Prints one PASS/FAIL line per check and ends with "N passed, M failed";
+Prints one PASS/FAIL line per check and ends with a "template policy checks: N of M passed" line;
 exits 1 when any check fails. Parameter references are resolved with the
 template's defaults (and, for the FIFO checks, with FifoQueue=true), so the
 checks judge what a plain `sam deploy` of the template would create.
@@ -452,7 +452,7 @@ def main(argv: list[str]) -> int:
         else:
             passed += 1
             print(f"PASS: {name}")
-    print(f"{passed} passed, {failed} failed")
+    print(f"template policy checks: {passed} of {passed + failed} passed")
     return 1 if failed else 0
 
 

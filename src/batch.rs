@@ -59,12 +59,20 @@ impl BatchReport {
     /// The response Lambda expects with `ReportBatchItemFailures`, or an
     /// invocation error when partial failure cannot express the situation.
     pub fn to_response(&self) -> Result<SqsBatchResponse, BatchError> {
-        let failed: Vec<&RecordReport> = self.records.iter().filter(|r| !r.outcome.acknowledge()).collect();
+        let failed: Vec<&RecordReport> = self
+            .records
+            .iter()
+            .filter(|r| !r.outcome.acknowledge())
+            .collect();
         // An empty or unknown itemIdentifier makes Lambda fail the whole batch
         // anyway; say so explicitly instead of sending a malformed response.
         let unidentifiable = failed
             .iter()
-            .filter(|r| r.message_id.as_deref().is_none_or(|id| id.trim().is_empty()))
+            .filter(|r| {
+                r.message_id
+                    .as_deref()
+                    .is_none_or(|id| id.trim().is_empty())
+            })
             .count();
         if unidentifiable > 0 {
             return Err(BatchError::Unidentifiable(unidentifiable));
@@ -89,8 +97,20 @@ impl BatchReport {
     }
 }
 
+/// Epoch milliseconds of 2001-09-09. A real invocation deadline is always
+/// later; a smaller value is a duration, which is what some local emulators
+/// (cargo lambda watch 1.9 sends 600000) put in `Lambda-Runtime-Deadline-Ms`.
+const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
+
 /// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
 pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
+    if deadline_ms < EPOCH_MS_FLOOR {
+        tracing::warn!(
+            deadline_ms,
+            "invocation deadline is not an epoch timestamp (local emulator?); reading it as milliseconds from now"
+        );
+        return Instant::now() + Duration::from_millis(deadline_ms);
+    }
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -100,19 +120,28 @@ pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
 
 /// Is this batch from a FIFO queue? (Lambda sends one queue per batch.)
 fn is_fifo(records: &[SqsMessage]) -> bool {
-    records
-        .iter()
-        .any(|r| r.event_source_arn.as_deref().is_some_and(|arn| arn.ends_with(".fifo")))
+    records.iter().any(|r| {
+        r.event_source_arn
+            .as_deref()
+            .is_some_and(|arn| arn.ends_with(".fifo"))
+    })
 }
 
 /// Run a batch to completion (or to the deadline). Never panics on input and
 /// returns exactly one report per record.
-pub async fn process(store: &OrderStore, settings: Settings, records: &[SqsMessage], deadline: Instant) -> BatchReport {
+pub async fn process(
+    store: &OrderStore,
+    settings: Settings,
+    records: &[SqsMessage],
+    deadline: Instant,
+) -> BatchReport {
     let fifo = is_fifo(records);
     // Parse first, then apply: a bad body is settled here and never blocks a
     // good one (except behind it in its own FIFO group).
-    let parsed: Vec<Result<OrderEvent, ParseError>> =
-        records.iter().map(|r| parse_body(r.body.as_deref())).collect();
+    let parsed: Vec<Result<OrderEvent, ParseError>> = records
+        .iter()
+        .map(|r| parse_body(r.body.as_deref()))
+        .collect();
 
     let mut outcomes: Vec<Option<Outcome>> = vec![None; records.len()];
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -138,7 +167,11 @@ pub async fn process(store: &OrderStore, settings: Settings, records: &[SqsMessa
                 groups[g].push(i);
             }
             None => {
-                let err = ev.as_ref().err().cloned().unwrap_or(ParseError::MissingBody);
+                let err = ev
+                    .as_ref()
+                    .err()
+                    .cloned()
+                    .unwrap_or(ParseError::MissingBody);
                 let outcome = Outcome::Invalid(err);
                 record_span(record, None).in_scope(|| log_outcome(&outcome));
                 outcomes[i] = Some(outcome);
@@ -158,7 +191,9 @@ pub async fn process(store: &OrderStore, settings: Settings, records: &[SqsMessa
         records,
         parsed: &parsed,
         fifo,
-        cutoff: deadline.checked_sub(settings.deadline_margin).unwrap_or(deadline),
+        cutoff: deadline
+            .checked_sub(settings.deadline_margin)
+            .unwrap_or(deadline),
     };
     let mut done = futures_util::stream::iter(groups)
         .map(|g| ctx.run_group(g))
@@ -258,7 +293,9 @@ fn log_outcome(outcome: &Outcome) {
         Outcome::Rejected { .. } | Outcome::NotAttempted(_) => {
             tracing::warn!(detail = %outcome, "record processed")
         }
-        Outcome::Failed(e) if e.is_retryable() => tracing::warn!(detail = %outcome, "record processed"),
+        Outcome::Failed(e) if e.is_retryable() => {
+            tracing::warn!(detail = %outcome, "record processed")
+        }
         Outcome::Failed(_) | Outcome::Conflict(_) | Outcome::Invalid(_) => {
             tracing::error!(detail = %outcome, "record processed")
         }
@@ -280,7 +317,10 @@ mod tests {
     }
 
     fn ids(r: &SqsBatchResponse) -> Vec<&str> {
-        r.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect()
+        r.batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect()
     }
 
     #[test]
@@ -288,8 +328,20 @@ mod tests {
         let report = BatchReport {
             records: vec![
                 rep(Some("a"), Outcome::Applied),
-                rep(Some("b"), Outcome::Early { current: Some(Status::Placed), event: EventKind::Shipped }),
-                rep(Some("c"), Outcome::Rejected { current: Some(Status::Cancelled), event: EventKind::Paid }),
+                rep(
+                    Some("b"),
+                    Outcome::Early {
+                        current: Some(Status::Placed),
+                        event: EventKind::Shipped,
+                    },
+                ),
+                rep(
+                    Some("c"),
+                    Outcome::Rejected {
+                        current: Some(Status::Cancelled),
+                        event: EventKind::Paid,
+                    },
+                ),
                 rep(Some("d"), Outcome::Conflict(ConflictKind::ChangedPayload)),
                 rep(Some("e"), Outcome::Failed(StoreError::Timeout)),
             ],
@@ -300,9 +352,15 @@ mod tests {
     #[test]
     fn a_failure_without_message_id_fails_the_invocation() {
         let report = BatchReport {
-            records: vec![rep(Some("a"), Outcome::Applied), rep(None, Outcome::Invalid(ParseError::MissingBody))],
+            records: vec![
+                rep(Some("a"), Outcome::Applied),
+                rep(None, Outcome::Invalid(ParseError::MissingBody)),
+            ],
         };
-        assert_eq!(report.to_response().unwrap_err(), BatchError::Unidentifiable(1));
+        assert_eq!(
+            report.to_response().unwrap_err(),
+            BatchError::Unidentifiable(1)
+        );
         // ...but an acknowledged record without an id needs no identifier.
         let report = BatchReport {
             records: vec![rep(None, Outcome::Applied)],
@@ -330,7 +388,29 @@ mod tests {
     }
 
     #[test]
+    fn deadlines_from_lambda_and_from_emulators() {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let left = |d: Instant| d.saturating_duration_since(Instant::now());
+        // Real Lambda: an epoch timestamp.
+        let d = deadline_from_epoch_ms(now_ms + 30_000);
+        assert!(left(d) > Duration::from_secs(25) && left(d) <= Duration::from_secs(30));
+        assert_eq!(left(deadline_from_epoch_ms(now_ms - 1_000)), Duration::ZERO);
+        // An emulator's relative value.
+        let d = deadline_from_epoch_ms(600_000);
+        assert!(left(d) > Duration::from_secs(590));
+    }
+
+    #[test]
     fn empty_batch_is_an_empty_response() {
-        assert!(BatchReport::default().to_response().unwrap().batch_item_failures.is_empty());
+        assert!(
+            BatchReport::default()
+                .to_response()
+                .unwrap()
+                .batch_item_failures
+                .is_empty()
+        );
     }
 }

@@ -44,8 +44,18 @@ impl Config {
         let table_name = get("TABLE_NAME")
             .filter(|s| !s.trim().is_empty())
             .ok_or(ConfigError::Missing("TABLE_NAME"))?;
-        let max_concurrency = parse_in(&get, "MAX_CONCURRENCY", DEFAULT_MAX_CONCURRENCY as u64, 1..=256)? as usize;
-        let margin_ms = parse_in(&get, "DEADLINE_MARGIN_MS", DEFAULT_DEADLINE_MARGIN_MS, 0..=60_000)?;
+        let max_concurrency = parse_in(
+            &get,
+            "MAX_CONCURRENCY",
+            DEFAULT_MAX_CONCURRENCY as u64,
+            1..=256,
+        )? as usize;
+        let margin_ms = parse_in(
+            &get,
+            "DEADLINE_MARGIN_MS",
+            DEFAULT_DEADLINE_MARGIN_MS,
+            0..=60_000,
+        )?;
         Ok(Config {
             table_name,
             max_concurrency,
@@ -84,30 +94,56 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|k| m.get(k).cloned())
     }
 
     #[test]
     fn table_name_is_required() {
         assert_eq!(cfg(&[]), Err(ConfigError::Missing("TABLE_NAME")));
-        assert_eq!(cfg(&[("TABLE_NAME", " ")]), Err(ConfigError::Missing("TABLE_NAME")));
+        assert_eq!(
+            cfg(&[("TABLE_NAME", " ")]),
+            Err(ConfigError::Missing("TABLE_NAME"))
+        );
     }
 
     #[test]
     fn defaults_and_overrides() {
         let c = cfg(&[("TABLE_NAME", "orders")]).unwrap();
         assert_eq!(c.max_concurrency, DEFAULT_MAX_CONCURRENCY);
-        assert_eq!(c.deadline_margin, Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS));
-        let c = cfg(&[("TABLE_NAME", "orders"), ("MAX_CONCURRENCY", "32"), ("DEADLINE_MARGIN_MS", "500")]).unwrap();
-        assert_eq!((c.max_concurrency, c.deadline_margin), (32, Duration::from_millis(500)));
+        assert_eq!(
+            c.deadline_margin,
+            Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS)
+        );
+        let c = cfg(&[
+            ("TABLE_NAME", "orders"),
+            ("MAX_CONCURRENCY", "32"),
+            ("DEADLINE_MARGIN_MS", "500"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.max_concurrency, c.deadline_margin),
+            (32, Duration::from_millis(500))
+        );
     }
 
     #[test]
     fn out_of_range_is_a_clear_error() {
         for bad in ["0", "257", "many", "-1"] {
             let err = cfg(&[("TABLE_NAME", "t"), ("MAX_CONCURRENCY", bad)]).unwrap_err();
-            assert!(matches!(err, ConfigError::Invalid { var: "MAX_CONCURRENCY", .. }), "{bad}");
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::Invalid {
+                        var: "MAX_CONCURRENCY",
+                        ..
+                    }
+                ),
+                "{bad}"
+            );
         }
     }
 }

@@ -144,10 +144,16 @@ pub enum Outcome {
     /// A later event (higher seq) was already applied: this one is superseded.
     Stale { last_seq: u64 },
     /// The transition is illegal and can never become legal.
-    Rejected { current: Option<Status>, event: EventKind },
+    Rejected {
+        current: Option<Status>,
+        event: EventKind,
+    },
     /// The order is not yet in a status this event needs, but can still get
     /// there (its predecessor has not been applied yet): retry later.
-    Early { current: Option<Status>, event: EventKind },
+    Early {
+        current: Option<Status>,
+        event: EventKind,
+    },
     /// The producer sent contradictory events.
     Conflict(ConflictKind),
     /// The body is not a valid event.
@@ -165,7 +171,10 @@ impl Outcome {
     pub fn acknowledge(&self) -> bool {
         matches!(
             self,
-            Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. } | Outcome::Rejected { .. }
+            Outcome::Applied
+                | Outcome::Duplicate
+                | Outcome::Stale { .. }
+                | Outcome::Rejected { .. }
         )
     }
 
@@ -204,10 +213,18 @@ impl std::fmt::Display for Outcome {
             Outcome::Applied | Outcome::Duplicate => f.write_str(self.label()),
             Outcome::Stale { last_seq } => write!(f, "Stale: order is already at seq {last_seq}"),
             Outcome::Rejected { current, event } => {
-                write!(f, "Rejected: {event} can never apply to {}", status(current))
+                write!(
+                    f,
+                    "Rejected: {event} can never apply to {}",
+                    status(current)
+                )
             }
             Outcome::Early { current, event } => {
-                write!(f, "Early: {event} needs a predecessor ({} now)", status(current))
+                write!(
+                    f,
+                    "Early: {event} needs a predecessor ({} now)",
+                    status(current)
+                )
             }
             Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent) => {
                 f.write_str("Conflict: another event already holds this seq")
@@ -373,7 +390,13 @@ mod tests {
         let cur = snap(Status::Placed, 1, &placed);
         for k in ["OrderShipped", "OrderDelivered"] {
             let ev = event(k, 5, "later");
-            assert!(matches!(classify_refusal(&ev, Some(&cur)), Outcome::Early { current: Some(Status::Placed), .. }));
+            assert!(matches!(
+                classify_refusal(&ev, Some(&cur)),
+                Outcome::Early {
+                    current: Some(Status::Placed),
+                    ..
+                }
+            ));
         }
         // No item at all: every non-Placed event is early.
         assert!(matches!(
@@ -386,9 +409,18 @@ mod tests {
     fn rejected_when_the_transition_can_never_become_legal() {
         let cancelled = event("OrderCancelled", 2, "e2");
         let cur = snap(Status::Cancelled, 2, &cancelled);
-        for k in ["OrderPaid", "OrderShipped", "OrderDelivered", "OrderCancelled", "OrderPlaced"] {
+        for k in [
+            "OrderPaid",
+            "OrderShipped",
+            "OrderDelivered",
+            "OrderCancelled",
+            "OrderPlaced",
+        ] {
             assert!(
-                matches!(classify_refusal(&event(k, 9, "x"), Some(&cur)), Outcome::Rejected { .. }),
+                matches!(
+                    classify_refusal(&event(k, 9, "x"), Some(&cur)),
+                    Outcome::Rejected { .. }
+                ),
                 "{k} on CANCELLED"
             );
         }
@@ -396,7 +428,10 @@ mod tests {
         let cur = snap(Status::Shipped, 3, &shipped);
         assert!(matches!(
             classify_refusal(&event("OrderCancelled", 4, "c"), Some(&cur)),
-            Outcome::Rejected { current: Some(Status::Shipped), event: EventKind::Cancelled }
+            Outcome::Rejected {
+                current: Some(Status::Shipped),
+                event: EventKind::Cancelled
+            }
         ));
     }
 
@@ -405,8 +440,20 @@ mod tests {
         assert!(Outcome::Applied.acknowledge());
         assert!(Outcome::Duplicate.acknowledge());
         assert!(Outcome::Stale { last_seq: 1 }.acknowledge());
-        assert!(Outcome::Rejected { current: None, event: EventKind::Placed }.acknowledge());
-        assert!(!Outcome::Early { current: None, event: EventKind::Paid }.acknowledge());
+        assert!(
+            Outcome::Rejected {
+                current: None,
+                event: EventKind::Placed
+            }
+            .acknowledge()
+        );
+        assert!(
+            !Outcome::Early {
+                current: None,
+                event: EventKind::Paid
+            }
+            .acknowledge()
+        );
         assert!(!Outcome::Conflict(ConflictKind::ChangedPayload).acknowledge());
         assert!(!Outcome::Invalid(ParseError::MissingBody).acknowledge());
         assert!(!Outcome::Failed(StoreError::Timeout).acknowledge());

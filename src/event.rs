@@ -36,7 +36,10 @@ pub enum ParseError {
     #[error("missing required field `{path}`")]
     MissingField { path: String },
     #[error("`{path}` must be {expected}")]
-    WrongType { path: String, expected: &'static str },
+    WrongType {
+        path: String,
+        expected: &'static str,
+    },
     #[error("`{path}` is invalid: {reason}")]
     InvalidValue { path: String, reason: &'static str },
     #[error("unknown event type `{0}`")]
@@ -330,7 +333,8 @@ fn unwrap_envelope(value: Value) -> Result<Value, ParseError> {
     };
     // SNS -> SQS without raw message delivery: the SNS JSON envelope, with the
     // original message as a *string* in `Message`.
-    if obj.get("Type").and_then(Value::as_str) == Some("Notification") && obj.contains_key("TopicArn")
+    if obj.get("Type").and_then(Value::as_str) == Some("Notification")
+        && obj.contains_key("TopicArn")
     {
         let msg = obj
             .get("Message")
@@ -408,7 +412,8 @@ fn parse_event(value: &Value) -> Result<OrderEvent, ParseError> {
 static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
 fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ParseError> {
-    v.as_object().ok_or_else(|| ParseError::NotAnObject { path: path.into() })
+    v.as_object()
+        .ok_or_else(|| ParseError::NotAnObject { path: path.into() })
 }
 
 fn invalid(path: impl Into<String>, reason: &'static str) -> ParseError {
@@ -427,7 +432,11 @@ fn req<'a>(obj: &'a Map<String, Value>, prefix: &str, key: &str) -> Result<&'a V
     }
 }
 
-fn req_str<'a>(obj: &'a Map<String, Value>, prefix: &str, key: &str) -> Result<&'a str, ParseError> {
+fn req_str<'a>(
+    obj: &'a Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<&'a str, ParseError> {
     req(obj, prefix, key)?
         .as_str()
         .ok_or_else(|| ParseError::WrongType {
@@ -437,7 +446,8 @@ fn req_str<'a>(obj: &'a Map<String, Value>, prefix: &str, key: &str) -> Result<&
 }
 
 fn req_id(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<Id, ParseError> {
-    Id::try_from(req_str(obj, prefix, key)?).map_err(|reason| invalid(format!("{prefix}{key}"), reason))
+    Id::try_from(req_str(obj, prefix, key)?)
+        .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
 }
 
 fn req_text(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<String, ParseError> {
@@ -458,11 +468,13 @@ fn req_u64(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<u64, Par
 }
 
 fn req_amount(data: &Map<String, Value>, key: &str) -> Result<Amount, ParseError> {
-    Amount::try_from(req_u64(data, "data.", key)?).map_err(|reason| invalid(format!("data.{key}"), reason))
+    Amount::try_from(req_u64(data, "data.", key)?)
+        .map_err(|reason| invalid(format!("data.{key}"), reason))
 }
 
 fn req_currency(data: &Map<String, Value>, key: &str) -> Result<Currency, ParseError> {
-    Currency::try_from(req_str(data, "data.", key)?).map_err(|reason| invalid(format!("data.{key}"), reason))
+    Currency::try_from(req_str(data, "data.", key)?)
+        .map_err(|reason| invalid(format!("data.{key}"), reason))
 }
 
 fn check_text(s: &str, max: usize) -> Result<(), &'static str> {
@@ -502,8 +514,10 @@ fn is_rfc3339(s: &str) -> bool {
     {
         return false;
     }
-    let (month, day, hour, min, sec) = (num(5..7), num(8..10), num(11..13), num(14..16), num(17..19));
-    if !((1..=12).contains(&month) && (1..=31).contains(&day) && hour < 24 && min < 60 && sec <= 60) {
+    let (month, day, hour, min, sec) =
+        (num(5..7), num(8..10), num(11..13), num(14..16), num(17..19));
+    if !((1..=12).contains(&month) && (1..=31).contains(&day) && hour < 24 && min < 60 && sec <= 60)
+    {
         return false;
     }
     let mut rest = &b[19..];
@@ -539,9 +553,18 @@ mod tests {
     #[test]
     fn parses_every_type() {
         let cases = [
-            ("OrderPlaced", json!({"customerId": "c", "amount": 1, "currency": "USD"})),
-            ("OrderPaid", json!({"paymentId": "p", "amount": 1, "currency": "USD"})),
-            ("OrderShipped", json!({"carrier": "DHL", "trackingId": "t-1"})),
+            (
+                "OrderPlaced",
+                json!({"customerId": "c", "amount": 1, "currency": "USD"}),
+            ),
+            (
+                "OrderPaid",
+                json!({"paymentId": "p", "amount": 1, "currency": "USD"}),
+            ),
+            (
+                "OrderShipped",
+                json!({"carrier": "DHL", "trackingId": "t-1"}),
+            ),
             ("OrderDelivered", json!({})),
             ("OrderCancelled", json!({"reason": "customer request"})),
         ];
@@ -587,7 +610,10 @@ mod tests {
                     v["seq"] = json!(-1);
                     v
                 },
-                ParseError::WrongType { path: "seq".into(), expected: "a non-negative integer" },
+                ParseError::WrongType {
+                    path: "seq".into(),
+                    expected: "a non-negative integer",
+                },
             ),
             (
                 {
@@ -595,7 +621,10 @@ mod tests {
                     v["seq"] = json!("2");
                     v
                 },
-                ParseError::WrongType { path: "seq".into(), expected: "a non-negative integer" },
+                ParseError::WrongType {
+                    path: "seq".into(),
+                    expected: "a non-negative integer",
+                },
             ),
             (
                 {
@@ -603,7 +632,10 @@ mod tests {
                     v["data"]["amount"] = json!(12.5);
                     v
                 },
-                ParseError::WrongType { path: "data.amount".into(), expected: "a non-negative integer" },
+                ParseError::WrongType {
+                    path: "data.amount".into(),
+                    expected: "a non-negative integer",
+                },
             ),
             (
                 {
@@ -611,7 +643,10 @@ mod tests {
                     v["data"]["currency"] = json!("inr");
                     v
                 },
-                invalid("data.currency", "must be a three-letter upper-case ISO 4217 code"),
+                invalid(
+                    "data.currency",
+                    "must be a three-letter upper-case ISO 4217 code",
+                ),
             ),
             (
                 {
@@ -643,7 +678,10 @@ mod tests {
                     v["occurredAt"] = json!("yesterday");
                     v
                 },
-                invalid("occurredAt", "must be an RFC 3339 timestamp such as 2026-11-29T10:15:00Z"),
+                invalid(
+                    "occurredAt",
+                    "must be an RFC 3339 timestamp such as 2026-11-29T10:15:00Z",
+                ),
             ),
             (
                 {
@@ -651,9 +689,16 @@ mod tests {
                     v["data"] = json!([1, 2]);
                     v
                 },
-                ParseError::NotAnObject { path: "data".into() },
+                ParseError::NotAnObject {
+                    path: "data".into(),
+                },
             ),
-            (json!([1, 2, 3]), ParseError::NotAnObject { path: "(body)".into() }),
+            (
+                json!([1, 2, 3]),
+                ParseError::NotAnObject {
+                    path: "(body)".into(),
+                },
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(parse(&input), Err(expected), "input: {input}");
@@ -662,10 +707,16 @@ mod tests {
 
     #[test]
     fn not_json_and_missing_and_oversized_bodies() {
-        assert!(matches!(parse_body(Some("{not json")), Err(ParseError::NotJson(_))));
+        assert!(matches!(
+            parse_body(Some("{not json")),
+            Err(ParseError::NotJson(_))
+        ));
         assert_eq!(parse_body(None), Err(ParseError::MissingBody));
         let huge = "x".repeat(MAX_BODY_BYTES + 1);
-        assert!(matches!(parse_body(Some(&huge)), Err(ParseError::TooLarge { .. })));
+        assert!(matches!(
+            parse_body(Some(&huge)),
+            Err(ParseError::TooLarge { .. })
+        ));
     }
 
     #[test]
@@ -681,9 +732,21 @@ mod tests {
         assert_eq!(parse(&eb).unwrap(), direct);
 
         let bad_sns = json!({"Type": "Notification", "TopicArn": "t", "Message": {"a": 1}});
-        assert!(matches!(parse(&bad_sns), Err(ParseError::BadEnvelope { envelope: "SNS", .. })));
+        assert!(matches!(
+            parse(&bad_sns),
+            Err(ParseError::BadEnvelope {
+                envelope: "SNS",
+                ..
+            })
+        ));
         let bad_eb = json!({"detail-type": "x", "source": "y", "detail": "str"});
-        assert!(matches!(parse(&bad_eb), Err(ParseError::BadEnvelope { envelope: "EventBridge", .. })));
+        assert!(matches!(
+            parse(&bad_eb),
+            Err(ParseError::BadEnvelope {
+                envelope: "EventBridge",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -708,10 +771,19 @@ mod tests {
 
     #[test]
     fn rfc3339_shapes() {
-        for ok in ["2026-11-29T10:15:00Z", "2026-11-29T10:15:00.123Z", "2026-11-29T10:15:00+05:30"] {
+        for ok in [
+            "2026-11-29T10:15:00Z",
+            "2026-11-29T10:15:00.123Z",
+            "2026-11-29T10:15:00+05:30",
+        ] {
             assert!(is_rfc3339(ok), "{ok}");
         }
-        for bad in ["2026-13-29T10:15:00Z", "2026-11-29 10:15:00Z", "2026-11-29T10:15:00", "2026-11-29T10:15:00.Z"] {
+        for bad in [
+            "2026-13-29T10:15:00Z",
+            "2026-11-29 10:15:00Z",
+            "2026-11-29T10:15:00",
+            "2026-11-29T10:15:00.Z",
+        ] {
             assert!(!is_rfc3339(bad), "{bad}");
         }
     }

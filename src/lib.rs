@@ -58,8 +58,18 @@ impl Consumer {
     }
 
     /// The Lambda entry point: run the batch, emit its metrics line, answer.
-    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
         let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
+        tracing::info!(
+            request_id = %event.context.request_id,
+            records = event.payload.records.len(),
+            deadline_ms = event.context.deadline,
+            remaining_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
+            "batch received"
+        );
         let (report, response) = self.handle_batch(&event.payload, deadline).await;
         metrics::emit(&metrics::emf_document(
             &self.config.metrics_namespace,

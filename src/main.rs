@@ -1,11 +1,11 @@
 //! Lambda bootstrap: configuration, telemetry and the DynamoDB client are set
 //! up once per cold start; each invocation only runs the batch.
 
+use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
+use order_consumer::Consumer;
 use order_consumer::config::Config;
 use order_consumer::store::{self, OrderStore};
-use order_consumer::Consumer;
-use aws_lambda_events::event::sqs::SqsEvent;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {

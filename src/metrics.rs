@@ -32,12 +32,21 @@ impl OutcomeCounts {
 }
 
 /// Build the EMF document for one invocation.
-pub fn emf_document(namespace: &str, function_name: &str, counts: &OutcomeCounts, batch_size: usize) -> Value {
+pub fn emf_document(
+    namespace: &str,
+    function_name: &str,
+    counts: &OutcomeCounts,
+    batch_size: usize,
+) -> Value {
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let mut metrics: Vec<Value> = counts.0.keys().map(|k| json!({"Name": k, "Unit": "Count"})).collect();
+    let mut metrics: Vec<Value> = counts
+        .0
+        .keys()
+        .map(|k| json!({"Name": k, "Unit": "Count"}))
+        .collect();
     metrics.push(json!({"Name": "BatchSize", "Unit": "Count"}));
     let mut doc = json!({
         "_aws": {
@@ -80,9 +89,14 @@ mod tests {
         assert_eq!(doc["Duplicate"], 1);
         assert_eq!(doc["Early"], 0);
         assert_eq!(doc["BatchSize"], 3);
-        let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().unwrap();
+        let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap();
         for label in Outcome::LABELS {
-            assert!(declared.iter().any(|m| m["Name"] == label), "{label} not declared");
+            assert!(
+                declared.iter().any(|m| m["Name"] == label),
+                "{label} not declared"
+            );
             assert!(doc.get(label).is_some(), "{label} has no value");
         }
         assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], "NS");

@@ -138,7 +138,12 @@ impl OrderStore {
                 amount,
                 currency,
             } => {
-                set.extend(["customer_id = :cust", "amount = :amt", "currency = :cur", "placed_at = :occ"]);
+                set.extend([
+                    "customer_id = :cust",
+                    "amount = :amt",
+                    "currency = :cur",
+                    "placed_at = :occ",
+                ]);
                 put(":cust", s(customer_id.as_str()));
                 put(":amt", n(amount.get()));
                 put(":cur", s(currency.as_str()));
@@ -148,7 +153,12 @@ impl OrderStore {
                 amount,
                 currency,
             } => {
-                set.extend(["payment_id = :pay", "paid_amount = :amt", "paid_currency = :cur", "paid_at = :occ"]);
+                set.extend([
+                    "payment_id = :pay",
+                    "paid_amount = :amt",
+                    "paid_currency = :cur",
+                    "paid_at = :occ",
+                ]);
                 put(":pay", s(payment_id.as_str()));
                 put(":amt", n(amount.get()));
                 put(":cur", s(currency.as_str()));
@@ -157,7 +167,11 @@ impl OrderStore {
                 carrier,
                 tracking_id,
             } => {
-                set.extend(["carrier = :carrier", "tracking_id = :trk", "shipped_at = :occ"]);
+                set.extend([
+                    "carrier = :carrier",
+                    "tracking_id = :trk",
+                    "shipped_at = :occ",
+                ]);
                 put(":carrier", s(carrier));
                 put(":trk", s(tracking_id.as_str()));
             }
@@ -223,12 +237,16 @@ fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
                 UpdateItemError::InternalServerError(_) => StoreError::Server { code },
                 // Concurrent transactions on the item: transient by definition.
                 UpdateItemError::TransactionConflictException(_)
-                | UpdateItemError::ReplicatedWriteConflictException(_) => StoreError::Server { code },
+                | UpdateItemError::ReplicatedWriteConflictException(_) => {
+                    StoreError::Server { code }
+                }
                 _ => match code.as_str() {
-                    "ThrottlingException" | "ProvisionedThroughputExceededException" | "RequestLimitExceeded" => {
-                        StoreError::Throttled { code }
-                    }
-                    "AccessDeniedException" | "UnrecognizedClientException" | "MissingAuthenticationTokenException"
+                    "ThrottlingException"
+                    | "ProvisionedThroughputExceededException"
+                    | "RequestLimitExceeded" => StoreError::Throttled { code },
+                    "AccessDeniedException"
+                    | "UnrecognizedClientException"
+                    | "MissingAuthenticationTokenException"
                     | "InvalidSignatureException" => StoreError::AccessDenied { code },
                     _ if status >= 500 => StoreError::Server { code },
                     _ => StoreError::Client { code },
@@ -258,14 +276,18 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
                 .attribute_name(KEY)
                 .attribute_type(ScalarAttributeType::S)
                 .build()
-                .map_err(|e| StoreError::Client { code: e.to_string() })?,
+                .map_err(|e| StoreError::Client {
+                    code: e.to_string(),
+                })?,
         )
         .key_schema(
             KeySchemaElement::builder()
                 .attribute_name(KEY)
                 .key_type(KeyType::Hash)
                 .build()
-                .map_err(|e| StoreError::Client { code: e.to_string() })?,
+                .map_err(|e| StoreError::Client {
+                    code: e.to_string(),
+                })?,
         )
         .billing_mode(BillingMode::PayPerRequest)
         .send()

@@ -21,7 +21,11 @@ async fn a_shuffled_lifecycle_in_one_batch_applies_in_seq_order() {
     assert!(failed.is_empty());
     assert_eq!(db.status("ord-1").await.as_deref(), Some("DELIVERED"));
     let expected: Vec<String> = lc.iter().map(|(_, _, e)| e.clone()).collect();
-    assert_eq!(db.history("ord-1").await, expected, "applied in seq order, each once");
+    assert_eq!(
+        db.history("ord-1").await,
+        expected,
+        "applied in seq order, each once"
+    );
 }
 
 #[tokio::test]
@@ -46,7 +50,9 @@ async fn sns_and_eventbridge_wrapped_bodies_are_unwrapped() {
 async fn a_fifo_group_stops_at_its_first_failure_and_other_groups_go_on() {
     let db = TestDb::new().await;
     let c = db.consumer();
-    let rec = |id: &str, order: &str, seq, kind, eid: &str| fifo_record(id, &body(order, seq, kind, eid).to_string(), order);
+    let rec = |id: &str, order: &str, seq, kind, eid: &str| {
+        fifo_record(id, &body(order, seq, kind, eid).to_string(), order)
+    };
     let event = batch(vec![
         rec("a1", "ord-a", 1, "OrderPlaced", "a1"),
         rec("b1", "ord-b", 1, "OrderPlaced", "b1"),
@@ -57,8 +63,14 @@ async fn a_fifo_group_stops_at_its_first_failure_and_other_groups_go_on() {
         rec("a2", "ord-a", 2, "OrderPaid", "a2"),
     ]);
     let (report, failed) = run(&c, &event).await;
-    assert_eq!(labels(&report), ["Applied", "Applied", "Early", "Applied", "NotAttempted"]);
-    assert_eq!(report.records[4].outcome, Outcome::NotAttempted(Skip::FifoGroupBlocked));
+    assert_eq!(
+        labels(&report),
+        ["Applied", "Applied", "Early", "Applied", "NotAttempted"]
+    );
+    assert_eq!(
+        report.records[4].outcome,
+        Outcome::NotAttempted(Skip::FifoGroupBlocked)
+    );
     assert_eq!(failed, ["a3", "a2"]);
     assert_eq!(db.history("ord-a").await, ["a1"]);
     assert_eq!(db.history("ord-b").await, ["b1", "b2"]);
@@ -70,8 +82,16 @@ async fn an_invalid_record_blocks_the_rest_of_its_fifo_group() {
     let c = db.consumer();
     let event = batch(vec![
         fifo_record("bad", "{broken", "ord-a"),
-        fifo_record("a1", &body("ord-a", 1, "OrderPlaced", "a1").to_string(), "ord-a"),
-        fifo_record("b1", &body("ord-b", 1, "OrderPlaced", "b1").to_string(), "ord-b"),
+        fifo_record(
+            "a1",
+            &body("ord-a", 1, "OrderPlaced", "a1").to_string(),
+            "ord-a",
+        ),
+        fifo_record(
+            "b1",
+            &body("ord-b", 1, "OrderPlaced", "b1").to_string(),
+            "ord-b",
+        ),
     ]);
     let (report, failed) = run(&c, &event).await;
     assert_eq!(labels(&report), ["Invalid", "NotAttempted", "Applied"]);
@@ -134,10 +154,16 @@ async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
 
     let mut applied = std::collections::HashMap::<String, usize>::new();
     for (report, failed) in &runs {
-        assert!(failed.is_empty(), "all settle: applied, duplicate or stale ({failed:?})");
+        assert!(
+            failed.is_empty(),
+            "all settle: applied, duplicate or stale ({failed:?})"
+        );
         for r in &report.records {
             assert!(
-                matches!(r.outcome, Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. }),
+                matches!(
+                    r.outcome,
+                    Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. }
+                ),
                 "{:?}: {}",
                 r.message_id,
                 r.outcome
@@ -159,7 +185,10 @@ async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
         }
     }
     assert_eq!(applied.len(), bodies.len(), "every event applied");
-    assert!(applied.values().all(|&n| n == 1), "no event applied twice: {applied:?}");
+    assert!(
+        applied.values().all(|&n| n == 1),
+        "no event applied twice: {applied:?}"
+    );
     for o in &orders {
         let expected: Vec<String> = lifecycle(o).into_iter().map(|(_, _, e)| e).collect();
         assert_eq!(db.history(o).await, expected);
@@ -171,7 +200,10 @@ async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
 async fn the_lambda_entry_point_uses_the_invocation_deadline() {
     let db = TestDb::new().await;
     let c = db.consumer();
-    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-1", 3, "OrderShipped", "e3")]);
+    let event = batch_of(&[
+        body("ord-1", 1, "OrderPlaced", "e1"),
+        body("ord-1", 3, "OrderShipped", "e3"),
+    ]);
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -180,14 +212,20 @@ async fn the_lambda_entry_point_uses_the_invocation_deadline() {
     // A deadline already in the past: nothing starts, everything goes back.
     let mut ctx = lambda_runtime::Context::default();
     ctx.deadline = now_ms;
-    let response = c.handle(lambda_runtime::LambdaEvent::new(event.clone(), ctx)).await.unwrap();
+    let response = c
+        .handle(lambda_runtime::LambdaEvent::new(event.clone(), ctx))
+        .await
+        .unwrap();
     assert_eq!(failed_ids(&response), ["m-0", "m-1"]);
     assert_eq!(db.count_items().await, 0);
 
     // A normal deadline: Placed applies, Shipped is early and goes back.
     let mut ctx = lambda_runtime::Context::default();
     ctx.deadline = now_ms + 30_000;
-    let response = c.handle(lambda_runtime::LambdaEvent::new(event, ctx)).await.unwrap();
+    let response = c
+        .handle(lambda_runtime::LambdaEvent::new(event, ctx))
+        .await
+        .unwrap();
     assert_eq!(failed_ids(&response), ["m-1"]);
     assert_eq!(db.history("ord-1").await, ["e1"]);
 }
@@ -200,6 +238,13 @@ fn the_binary_refuses_to_start_without_table_name() {
         .output()
         .expect("run the binary");
     assert!(!out.status.success(), "must not start");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("TABLE_NAME is required"), "clear message, got: {text}");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("TABLE_NAME is required"),
+        "clear message, got: {text}"
+    );
 }

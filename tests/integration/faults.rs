@@ -89,21 +89,43 @@ async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
     (url, count)
 }
 
-async fn run_against(fault: Fault, deadline: Instant) -> (Vec<Outcome>, Result<Vec<String>, BatchError>, usize) {
+async fn run_against(
+    fault: Fault,
+    deadline: Instant,
+) -> (Vec<Outcome>, Result<Vec<String>, BatchError>, usize) {
     let (url, count) = faulty_dynamodb(fault).await;
-    let c = consumer_with(OrderStore::new(client_for(&url), "orders"), &[("DEADLINE_MARGIN_MS", "200")]);
-    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-2", 1, "OrderPlaced", "e2")]);
+    let c = consumer_with(
+        OrderStore::new(client_for(&url), "orders"),
+        &[("DEADLINE_MARGIN_MS", "200")],
+    );
+    let event = batch_of(&[
+        body("ord-1", 1, "OrderPlaced", "e1"),
+        body("ord-2", 1, "OrderPlaced", "e2"),
+    ]);
     let (report, response) = c.handle_batch(&event, deadline).await;
     let outcomes = report.outcomes().cloned().collect();
-    (outcomes, response.map(|r| failed_ids(&r)), count.load(Ordering::SeqCst))
+    (
+        outcomes,
+        response.map(|r| failed_ids(&r)),
+        count.load(Ordering::SeqCst),
+    )
 }
 
 #[tokio::test]
 async fn throttling_is_retried_then_reported() {
-    for kind in ["ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"] {
-        let (outcomes, response, requests) = run_against(Fault::Error(400, kind), far_deadline()).await;
+    for kind in [
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+    ] {
+        let (outcomes, response, requests) =
+            run_against(Fault::Error(400, kind), far_deadline()).await;
         for o in &outcomes {
-            assert_eq!(*o, Outcome::Failed(StoreError::Throttled { code: kind.into() }), "{kind}");
+            assert_eq!(
+                *o,
+                Outcome::Failed(StoreError::Throttled { code: kind.into() }),
+                "{kind}"
+            );
         }
         assert_eq!(response, Err(BatchError::Outage(2)), "{kind}");
         // Three attempts per record: the SDK's retry policy is in force.
@@ -113,17 +135,29 @@ async fn throttling_is_retried_then_reported() {
 
 #[tokio::test]
 async fn server_errors_are_retried_then_reported() {
-    let (outcomes, response, requests) = run_against(Fault::Error(500, "InternalServerError"), far_deadline()).await;
-    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Failed(StoreError::Server { .. }))), "{outcomes:?}");
+    let (outcomes, response, requests) =
+        run_against(Fault::Error(500, "InternalServerError"), far_deadline()).await;
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Failed(StoreError::Server { .. }))),
+        "{outcomes:?}"
+    );
     assert!(response.is_err());
     assert_eq!(requests, 6);
 }
 
 #[tokio::test]
 async fn access_denied_is_not_retried_and_is_reported() {
-    let (outcomes, response, requests) = run_against(Fault::Error(400, "AccessDeniedException"), far_deadline()).await;
+    let (outcomes, response, requests) =
+        run_against(Fault::Error(400, "AccessDeniedException"), far_deadline()).await;
     for o in &outcomes {
-        assert_eq!(*o, Outcome::Failed(StoreError::AccessDenied { code: "AccessDeniedException".into() }));
+        assert_eq!(
+            *o,
+            Outcome::Failed(StoreError::AccessDenied {
+                code: "AccessDeniedException".into()
+            })
+        );
     }
     assert!(response.is_err());
     assert_eq!(requests, 2, "a permission error is not retried");
@@ -134,7 +168,8 @@ async fn a_hung_dynamodb_cannot_outlive_the_deadline() {
     let started = Instant::now();
     // 1.2 s to the deadline, 200 ms margin: writes are cut off at ~1 s,
     // before the SDK's own 2 s attempt timeout.
-    let (outcomes, response, _) = run_against(Fault::Hang, started + Duration::from_millis(1200)).await;
+    let (outcomes, response, _) =
+        run_against(Fault::Hang, started + Duration::from_millis(1200)).await;
     let elapsed = started.elapsed();
     assert!(
         outcomes
@@ -145,17 +180,29 @@ async fn a_hung_dynamodb_cannot_outlive_the_deadline() {
     assert!(response.is_err(), "all failed: invocation error");
     // Not a timing threshold on performance: the contract is "answer before
     // the deadline", so the deadline itself is the bound being tested.
-    assert!(elapsed < Duration::from_millis(1200), "returned after the deadline: {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(1200),
+        "returned after the deadline: {elapsed:?}"
+    );
 }
 
 #[tokio::test]
 async fn records_not_started_before_the_deadline_are_reported() {
     let db = TestDb::new().await;
     let c = consumer_with(db.store(), &[("DEADLINE_MARGIN_MS", "1000")]);
-    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-2", 1, "OrderPlaced", "e2")]);
+    let event = batch_of(&[
+        body("ord-1", 1, "OrderPlaced", "e1"),
+        body("ord-2", 1, "OrderPlaced", "e2"),
+    ]);
     // Less time left than the margin: nothing may start.
-    let (report, response) = c.handle_batch(&event, Instant::now() + Duration::from_millis(500)).await;
-    assert!(report.outcomes().all(|o| *o == Outcome::NotAttempted(Skip::Deadline)));
+    let (report, response) = c
+        .handle_batch(&event, Instant::now() + Duration::from_millis(500))
+        .await;
+    assert!(
+        report
+            .outcomes()
+            .all(|o| *o == Outcome::NotAttempted(Skip::Deadline))
+    );
     assert_eq!(failed_ids(&response.unwrap()), ["m-0", "m-1"]);
     assert_eq!(db.count_items().await, 0);
 }

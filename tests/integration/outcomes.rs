@@ -93,7 +93,10 @@ async fn rejected_is_acknowledged_and_counted() {
     let c = db.consumer();
     run(
         &c,
-        &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-1", 2, "OrderCancelled", "e2")]),
+        &batch_of(&[
+            body("ord-1", 1, "OrderPlaced", "e1"),
+            body("ord-1", 2, "OrderCancelled", "e2"),
+        ]),
     )
     .await;
     let (report, failed) = run(
@@ -132,10 +135,19 @@ async fn cancelling_a_shipped_order_is_rejected() {
     let db = TestDb::new().await;
     let c = db.consumer();
     let lc = lifecycle("ord-1");
-    let bodies: Vec<_> = lc[..3].iter().map(|(s, k, e)| body("ord-1", *s, k, e)).collect();
+    let bodies: Vec<_> = lc[..3]
+        .iter()
+        .map(|(s, k, e)| body("ord-1", *s, k, e))
+        .collect();
     run(&c, &batch_of(&bodies)).await;
     let (report, failed) = run(&c, &batch_of(&[body("ord-1", 4, "OrderCancelled", "c")])).await;
-    assert!(matches!(report.records[0].outcome, Outcome::Rejected { current: Some(Status::Shipped), .. }));
+    assert!(matches!(
+        report.records[0].outcome,
+        Outcome::Rejected {
+            current: Some(Status::Shipped),
+            ..
+        }
+    ));
     assert!(failed.is_empty());
 }
 
@@ -144,7 +156,10 @@ async fn early_is_retried_and_applies_once_its_predecessor_has() {
     let db = TestDb::new().await;
     let c = db.consumer();
     // OrderPaid before the order exists.
-    let paid = batch(vec![record("paid", &body("ord-1", 2, "OrderPaid", "e2").to_string())]);
+    let paid = batch(vec![record(
+        "paid",
+        &body("ord-1", 2, "OrderPaid", "e2").to_string(),
+    )]);
     let (report, failed) = run(&c, &paid).await;
     assert_eq!(
         report.records[0].outcome,
@@ -158,9 +173,18 @@ async fn early_is_retried_and_applies_once_its_predecessor_has() {
 
     run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")])).await;
     // OrderShipped while the order is only PLACED: PAID is still reachable.
-    let shipped = batch(vec![record("ship", &body("ord-1", 3, "OrderShipped", "e3").to_string())]);
+    let shipped = batch(vec![record(
+        "ship",
+        &body("ord-1", 3, "OrderShipped", "e3").to_string(),
+    )]);
     let (report, failed) = run(&c, &shipped).await;
-    assert!(matches!(report.records[0].outcome, Outcome::Early { current: Some(Status::Placed), .. }));
+    assert!(matches!(
+        report.records[0].outcome,
+        Outcome::Early {
+            current: Some(Status::Placed),
+            ..
+        }
+    ));
     assert_eq!(failed, ["ship"]);
 
     // SQS redelivers both; now they apply, in order.
@@ -182,12 +206,21 @@ async fn conflict_is_a_failure_and_changes_nothing() {
     let mut changed = body("ord-1", 1, "OrderPlaced", "e1");
     changed["data"]["amount"] = json!(999);
     let event = batch(vec![
-        record("other", &body("ord-1", 1, "OrderPlaced", "e1-other").to_string()),
+        record(
+            "other",
+            &body("ord-1", 1, "OrderPlaced", "e1-other").to_string(),
+        ),
         record("changed", &changed.to_string()),
     ]);
     let (report, failed) = run(&c, &event).await;
-    assert_eq!(report.records[0].outcome, Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent));
-    assert_eq!(report.records[1].outcome, Outcome::Conflict(ConflictKind::ChangedPayload));
+    assert_eq!(
+        report.records[0].outcome,
+        Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent)
+    );
+    assert_eq!(
+        report.records[1].outcome,
+        Outcome::Conflict(ConflictKind::ChangedPayload)
+    );
     assert_eq!(failed, ["other", "changed"]);
     assert_eq!(db.item("ord-1").await, before);
 }
@@ -208,10 +241,19 @@ async fn invalid_bodies_fail_alone_with_a_specific_reason() {
         record("good-2", &body("ord-1", 2, "OrderPaid", "e2").to_string()),
     ]);
     let (report, failed) = run(&c, &event).await;
-    assert_eq!(labels(&report), ["Applied", "Invalid", "Invalid", "Invalid", "Applied"]);
+    assert_eq!(
+        labels(&report),
+        ["Applied", "Invalid", "Invalid", "Invalid", "Applied"]
+    );
     assert_eq!(failed, ["not-json", "no-seq", "float"]);
-    assert!(matches!(&report.records[1].outcome, Outcome::Invalid(ParseError::NotJson(_))));
-    assert_eq!(report.records[2].outcome, Outcome::Invalid(ParseError::MissingField { path: "seq".into() }));
+    assert!(matches!(
+        &report.records[1].outcome,
+        Outcome::Invalid(ParseError::NotJson(_))
+    ));
+    assert_eq!(
+        report.records[2].outcome,
+        Outcome::Invalid(ParseError::MissingField { path: "seq".into() })
+    );
     assert_eq!(
         report.records[3].outcome,
         Outcome::Invalid(ParseError::WrongType {
@@ -227,11 +269,20 @@ async fn missing_table_fails_the_invocation() {
     let db = TestDb::new().await;
     let store = order_consumer::store::OrderStore::new(db.client.clone(), "no-such-table");
     let c = consumer_with(store, &[]);
-    let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-2", 1, "OrderPlaced", "e2")]);
+    let event = batch_of(&[
+        body("ord-1", 1, "OrderPlaced", "e1"),
+        body("ord-2", 1, "OrderPlaced", "e2"),
+    ]);
     let (report, response) = c.handle_batch(&event, far_deadline()).await;
     assert_eq!(labels(&report), ["Failed", "Failed"]);
-    assert_eq!(report.records[0].outcome, Outcome::Failed(StoreError::TableNotFound));
-    assert_eq!(response.unwrap_err(), order_consumer::batch::BatchError::Outage(2));
+    assert_eq!(
+        report.records[0].outcome,
+        Outcome::Failed(StoreError::TableNotFound)
+    );
+    assert_eq!(
+        response.unwrap_err(),
+        order_consumer::batch::BatchError::Outage(2)
+    );
 }
 
 #[tokio::test]
@@ -241,12 +292,21 @@ async fn unreachable_dynamodb_is_a_network_failure() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let store = order_consumer::store::OrderStore::new(client_for(&format!("http://127.0.0.1:{port}")), "orders");
+    let store = order_consumer::store::OrderStore::new(
+        client_for(&format!("http://127.0.0.1:{port}")),
+        "orders",
+    );
     let c = consumer_with(store, &[]);
     let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")]);
     let (report, response) = c.handle_batch(&event, far_deadline()).await;
-    assert_eq!(report.records[0].outcome, Outcome::Failed(StoreError::Network));
-    assert!(response.is_err(), "every record failed on infrastructure: invocation error");
+    assert_eq!(
+        report.records[0].outcome,
+        Outcome::Failed(StoreError::Network)
+    );
+    assert!(
+        response.is_err(),
+        "every record failed on infrastructure: invocation error"
+    );
 }
 
 #[tokio::test]
@@ -256,7 +316,14 @@ async fn a_superseded_event_is_stale_even_when_its_transition_is_legal() {
     // stops it from undoing the newer state.
     let db = TestDb::new().await;
     let c = db.consumer();
-    run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1"), body("ord-1", 3, "OrderPaid", "e3")])).await;
+    run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 1, "OrderPlaced", "e1"),
+            body("ord-1", 3, "OrderPaid", "e3"),
+        ]),
+    )
+    .await;
     let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderCancelled", "e2")])).await;
     assert_eq!(report.records[0].outcome, Outcome::Stale { last_seq: 3 });
     assert!(failed.is_empty());

@@ -22,12 +22,14 @@ fn events_dir() -> PathBuf {
 }
 
 fn scenarios() -> Vec<Scenario> {
-    let text = std::fs::read_to_string(events_dir().join("scenarios.json")).expect("events/scenarios.json");
+    let text = std::fs::read_to_string(events_dir().join("scenarios.json"))
+        .expect("events/scenarios.json");
     serde_json::from_str(&text).expect("scenarios.json parses")
 }
 
 fn load(file: &str) -> SqsEvent {
-    let text = std::fs::read_to_string(events_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let text =
+        std::fs::read_to_string(events_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file} is not an SQS event: {e}"))
 }
 
@@ -40,19 +42,37 @@ fn every_event_file_is_listed_and_is_a_well_formed_sqs_event() {
         .filter(|n| n.ends_with(".json") && n != "scenarios.json")
         .collect();
     on_disk.sort();
-    assert_eq!(listed, on_disk, "every sample event has a scenario, in file order");
+    assert_eq!(
+        listed, on_disk,
+        "every sample event has a scenario, in file order"
+    );
     for file in &listed {
         let event = load(file);
         assert!(!event.records.is_empty(), "{file}");
         for r in &event.records {
             let body = r.body.as_deref().expect("body");
-            assert!(r.message_id.as_deref().is_some_and(|m| !m.is_empty()), "{file}: messageId");
+            assert!(
+                r.message_id.as_deref().is_some_and(|m| !m.is_empty()),
+                "{file}: messageId"
+            );
             assert!(r.receipt_handle.is_some(), "{file}: receiptHandle");
             assert_eq!(r.event_source.as_deref(), Some("aws:sqs"), "{file}");
-            assert!(r.event_source_arn.as_deref().is_some_and(|a| a.starts_with("arn:aws:sqs:")), "{file}");
+            assert!(
+                r.event_source_arn
+                    .as_deref()
+                    .is_some_and(|a| a.starts_with("arn:aws:sqs:")),
+                "{file}"
+            );
             assert!(r.aws_region.is_some(), "{file}");
-            assert!(r.attributes.contains_key("ApproximateReceiveCount"), "{file}");
-            assert_eq!(r.md5_of_body.as_deref().map(str::len), Some(32), "{file}: md5OfBody");
+            assert!(
+                r.attributes.contains_key("ApproximateReceiveCount"),
+                "{file}"
+            );
+            assert_eq!(
+                r.md5_of_body.as_deref().map(str::len),
+                Some(32),
+                "{file}: md5OfBody"
+            );
             let _ = body;
         }
     }

@@ -32,8 +32,15 @@ pub struct TestDb {
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn unique_table() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    format!("orders-test-{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "orders-test-{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A client with the production retry and timeout settings.
@@ -51,7 +58,9 @@ pub fn client_for(endpoint: &str) -> Client {
 
 /// Start an in-process dynoxide server on an ephemeral port; returns its URL.
 pub async fn start_dynoxide() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("local addr");
     let db = dynoxide::Database::memory().expect("in-memory dynoxide");
     tokio::spawn(dynoxide::server::serve_on(listener, db));
@@ -65,19 +74,31 @@ impl TestDb {
                 let mut loader = aws_config::defaults(BehaviorVersion::latest())
                     .retry_config(store::retry_config())
                     .timeout_config(store::timeout_config());
-                if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+                if std::env::var("AWS_REGION").is_err()
+                    && std::env::var("AWS_DEFAULT_REGION").is_err()
+                {
                     loader = loader.region(Region::new("us-east-1"));
                 }
-                if std::env::var("AWS_ACCESS_KEY_ID").is_err() && std::env::var("AWS_PROFILE").is_err() {
-                    loader = loader.credentials_provider(Credentials::new("test", "test", None, None, "static"));
+                if std::env::var("AWS_ACCESS_KEY_ID").is_err()
+                    && std::env::var("AWS_PROFILE").is_err()
+                {
+                    loader = loader.credentials_provider(Credentials::new(
+                        "test", "test", None, None, "static",
+                    ));
                 }
                 (Client::new(&loader.load().await), true)
             }
             _ => (client_for(&start_dynoxide().await), false),
         };
         let table = unique_table();
-        store::create_table(&client, &table).await.expect("create table");
-        TestDb { client, table, external }
+        store::create_table(&client, &table)
+            .await
+            .expect("create table");
+        TestDb {
+            client,
+            table,
+            external,
+        }
     }
 
     pub fn store(&self) -> OrderStore {
@@ -106,7 +127,11 @@ impl TestDb {
 
     /// The eventIds applied to an order, in the order they were applied.
     pub async fn history(&self, order_id: &str) -> Vec<String> {
-        match self.item(order_id).await.and_then(|i| i.get("history").cloned()) {
+        match self
+            .item(order_id)
+            .await
+            .and_then(|i| i.get("history").cloned())
+        {
             Some(AttributeValue::L(l)) => l
                 .into_iter()
                 .map(|v| v.as_s().cloned().expect("history entries are strings"))
@@ -116,7 +141,13 @@ impl TestDb {
     }
 
     pub async fn count_items(&self) -> usize {
-        let out = self.client.scan().table_name(&self.table).send().await.expect("Scan");
+        let out = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .send()
+            .await
+            .expect("Scan");
         out.items.unwrap_or_default().len()
     }
 }
@@ -136,8 +167,12 @@ impl Drop for TestDb {
 }
 
 pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> Consumer {
-    let mut vars: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    vars.entry("TABLE_NAME".into()).or_insert_with(|| store.table().to_owned());
+    let mut vars: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    vars.entry("TABLE_NAME".into())
+        .or_insert_with(|| store.table().to_owned());
     let config = Config::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
     Consumer::new(store, config)
 }
@@ -175,11 +210,21 @@ pub fn lifecycle(order: &str) -> Vec<(u64, &'static str, String)> {
 /// One SQS record exactly as Lambda delivers it (built through serde, since
 /// the library's types are `#[non_exhaustive]`).
 pub fn record(message_id: &str, body: &str) -> SqsMessage {
-    record_from(message_id, body, "arn:aws:sqs:us-east-1:111122223333:order-events", None)
+    record_from(
+        message_id,
+        body,
+        "arn:aws:sqs:us-east-1:111122223333:order-events",
+        None,
+    )
 }
 
 pub fn fifo_record(message_id: &str, body: &str, group: &str) -> SqsMessage {
-    record_from(message_id, body, "arn:aws:sqs:us-east-1:111122223333:order-events.fifo", Some(group))
+    record_from(
+        message_id,
+        body,
+        "arn:aws:sqs:us-east-1:111122223333:order-events.fifo",
+        Some(group),
+    )
 }
 
 fn record_from(message_id: &str, body: &str, arn: &str, group: Option<&str>) -> SqsMessage {

@@ -1,0 +1,71 @@
+# order-consumer: the commands a newcomer needs. `make help` lists them.
+#
+# Tools that are not Rust crates of the project (cargo-lambda, SAM CLI,
+# cfn-lint) are installed into .venv by the targets that need them, at pinned
+# versions, so a fresh machine needs only Rust, Python 3 and the registries.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV          := .venv
+CARGO_LAMBDA_VERSION := 1.9.2
+CARGO_LAMBDA  := $(VENV)/bin/cargo-lambda
+EVENT         ?= events/01-happy-path.json
+TABLE_NAME    ?= orders
+DYNAMODB_PORT ?= 8000
+LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) \
+                 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: help demo test validate build build-host local invoke table deploy fmt lint smoke ci-tools
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+demo: ## Run the function on every sample event against a local DynamoDB and print what happened
+	cargo run --quiet --example demo
+
+test: ## Run all tests (unit + integration against in-process dynoxide)
+	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
+	cargo nextest run
+
+validate: ## sam validate --lint, cfn-lint (SAM and translated), template policy checks
+	bash scripts/validate-template.sh
+
+$(CARGO_LAMBDA):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
+
+build: $(CARGO_LAMBDA) ## Release build for Lambda arm64 (needs the aarch64 target or Zig; see README)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bin order-consumer
+
+build-host: $(CARGO_LAMBDA) ## Release build for this machine's architecture
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bin order-consumer
+
+local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke` in another terminal)
+	cargo build --quiet --example local_dynamodb
+	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) target/debug/examples/local_dynamodb serve & ddb=$$!; \
+	  trap 'kill $$ddb 2>/dev/null || true' EXIT INT TERM; \
+	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch
+
+invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to `make local`
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda invoke order-consumer --data-file $(EVENT)
+
+table: ## Print the orders table of `make local`
+	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) cargo run --quiet --example local_dynamodb scan
+
+smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under cargo lambda on two sample events
+	bash scripts/smoke-invoke.sh
+
+deploy: ## sam build + sam deploy (--guided the first time)
+	@command -v sam >/dev/null || { echo "install the AWS SAM CLI first (or: make validate, then use .venv/bin/sam)"; exit 1; }
+	sam build
+	if [ -f samconfig.toml ]; then sam deploy; else sam deploy --guided; fi
+
+fmt: ## Format the code
+	cargo fmt
+
+lint: ## rustfmt check + clippy with warnings as errors
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
