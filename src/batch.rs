@@ -7,6 +7,7 @@
 //! known never to need committing. Everything else goes back to the queue.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsMessage};
@@ -15,6 +16,7 @@ use thiserror::Error;
 use tokio::time::Instant;
 use tracing::{Instrument, Span, field};
 
+use crate::cache::{Committed, DedupeCache};
 use crate::domain::{Outcome, Skip, classify_refusal};
 use crate::error::StoreError;
 use crate::event::{OrderEvent, ParseError, parse_body};
@@ -38,6 +40,10 @@ pub struct RecordReport {
 #[derive(Debug, Clone, Default)]
 pub struct BatchReport {
     pub records: Vec<RecordReport>,
+    /// Records the dedupe cache settled with no DynamoDB request.
+    pub cache_hits: u64,
+    /// Records that went to DynamoDB after the cache could not settle them.
+    pub cache_misses: u64,
 }
 
 /// Why the invocation itself fails (Lambda then retries the whole batch).
@@ -131,6 +137,7 @@ fn is_fifo(records: &[SqsMessage]) -> bool {
 /// returns exactly one report per record.
 pub async fn process(
     store: &OrderStore,
+    cache: &DedupeCache,
     settings: Settings,
     records: &[SqsMessage],
     deadline: Instant,
@@ -188,6 +195,9 @@ pub async fn process(
 
     let ctx = GroupCtx {
         store,
+        cache,
+        hits: AtomicU64::new(0),
+        misses: AtomicU64::new(0),
         records,
         parsed: &parsed,
         fifo,
@@ -206,6 +216,8 @@ pub async fn process(
     drop(done);
 
     BatchReport {
+        cache_hits: ctx.hits.load(Ordering::Relaxed),
+        cache_misses: ctx.misses.load(Ordering::Relaxed),
         records: records
             .iter()
             .zip(&parsed)
@@ -223,6 +235,9 @@ pub async fn process(
 
 struct GroupCtx<'a> {
     store: &'a OrderStore,
+    cache: &'a DedupeCache,
+    hits: AtomicU64,
+    misses: AtomicU64,
     records: &'a [SqsMessage],
     parsed: &'a [Result<OrderEvent, ParseError>],
     fifo: bool,
@@ -256,16 +271,36 @@ impl GroupCtx<'_> {
     }
 
     async fn apply(&self, ev: &OrderEvent) -> Outcome {
+        // A proven duplicate or stale event costs nothing, not even time, so
+        // the cache is asked before the deadline check.
+        if let Some(settled) = self.cache.check(ev) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return settled;
+        }
         if Instant::now() >= self.cutoff {
             return Outcome::NotAttempted(Skip::Deadline);
+        }
+        if self.cache.capacity() > 0 {
+            self.misses.fetch_add(1, Ordering::Relaxed);
         }
         // Past the cutoff we stop waiting; the write may still commit, which
         // is fine: the record is reported failed, and its redelivery will be
         // classified as Duplicate.
         match tokio::time::timeout_at(self.cutoff, self.store.apply(ev)).await {
             Err(_elapsed) => Outcome::Failed(StoreError::DeadlineExceeded),
-            Ok(Ok(Write::Applied)) => Outcome::Applied,
-            Ok(Ok(Write::Refused(current))) => classify_refusal(ev, current.as_ref()),
+            Ok(Ok(Write::Applied)) => {
+                // Only what DynamoDB confirmed goes into the cache.
+                self.cache
+                    .record(ev.order_id.as_str(), Committed::of_event(ev));
+                Outcome::Applied
+            }
+            Ok(Ok(Write::Refused(current))) => {
+                if let Some(item) = &current {
+                    self.cache
+                        .record(ev.order_id.as_str(), Committed::of_snapshot(item));
+                }
+                classify_refusal(ev, current.as_ref())
+            }
             Ok(Err(e)) => Outcome::Failed(e),
         }
     }
@@ -345,6 +380,7 @@ mod tests {
                 rep(Some("d"), Outcome::Conflict(ConflictKind::ChangedPayload)),
                 rep(Some("e"), Outcome::Failed(StoreError::Timeout)),
             ],
+            ..Default::default()
         };
         assert_eq!(ids(&report.to_response().unwrap()), ["b", "d", "e"]);
     }
@@ -356,6 +392,7 @@ mod tests {
                 rep(Some("a"), Outcome::Applied),
                 rep(None, Outcome::Invalid(ParseError::MissingBody)),
             ],
+            ..Default::default()
         };
         assert_eq!(
             report.to_response().unwrap_err(),
@@ -364,6 +401,7 @@ mod tests {
         // ...but an acknowledged record without an id needs no identifier.
         let report = BatchReport {
             records: vec![rep(None, Outcome::Applied)],
+            ..Default::default()
         };
         assert!(report.to_response().unwrap().batch_item_failures.is_empty());
     }
@@ -375,6 +413,7 @@ mod tests {
                 rep(Some("a"), Outcome::Failed(StoreError::Network)),
                 rep(Some("b"), Outcome::NotAttempted(Skip::FifoGroupBlocked)),
             ],
+            ..Default::default()
         };
         assert_eq!(report.to_response().unwrap_err(), BatchError::Outage(2));
         // One record that was not an infrastructure failure: partial response.
@@ -383,6 +422,7 @@ mod tests {
                 rep(Some("a"), Outcome::Failed(StoreError::Network)),
                 rep(Some("b"), Outcome::Invalid(ParseError::MissingBody)),
             ],
+            ..Default::default()
         };
         assert_eq!(ids(&report.to_response().unwrap()), ["a", "b"]);
     }

@@ -7,6 +7,7 @@ use thiserror::Error;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
 pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderConsumer";
+pub const DEFAULT_DEDUPE_CACHE_SIZE: usize = 10_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -19,6 +20,10 @@ pub struct Config {
     /// than this is left before the invocation deadline, and cut in-flight
     /// writes off at that point, leaving time to answer Lambda.
     pub deadline_margin: Duration,
+    /// `DEDUPE_CACHE_SIZE` (default 10000, 0 disables): how many orders'
+    /// last committed event the warm container remembers (about 150 bytes
+    /// each), so that redelivered duplicates cost no DynamoDB request.
+    pub dedupe_cache_size: usize,
     /// `METRICS_NAMESPACE` (default `OrderConsumer`): CloudWatch namespace of
     /// the Embedded Metric Format line.
     pub metrics_namespace: String,
@@ -56,10 +61,17 @@ impl Config {
             DEFAULT_DEADLINE_MARGIN_MS,
             0..=60_000,
         )?;
+        let dedupe_cache_size = parse_in(
+            &get,
+            "DEDUPE_CACHE_SIZE",
+            DEFAULT_DEDUPE_CACHE_SIZE as u64,
+            0..=10_000_000,
+        )? as usize;
         Ok(Config {
             table_name,
             max_concurrency,
             deadline_margin: Duration::from_millis(margin_ms),
+            dedupe_cache_size,
             metrics_namespace: get("METRICS_NAMESPACE")
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| DEFAULT_METRICS_NAMESPACE.to_owned()),

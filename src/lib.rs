@@ -17,11 +17,14 @@
 //! - [`batch`]: runs one SQS batch: groups by order, applies in order with
 //!   bounded concurrency, honours FIFO groups and the deadline, and builds the
 //!   partial-batch response.
+//! - [`cache`]: the warm-container dedupe cache, which settles proven
+//!   duplicates and stale events with no DynamoDB request.
 //! - [`metrics`]: the per-invocation CloudWatch EMF line.
 //! - [`config`]: environment configuration, read once per cold start.
 //! - [`Consumer`] (here): the Lambda handler tying them together.
 
 pub mod batch;
+pub mod cache;
 pub mod config;
 pub mod domain;
 pub mod error;
@@ -34,20 +37,31 @@ use lambda_runtime::LambdaEvent;
 use tokio::time::Instant;
 
 use crate::batch::{BatchError, BatchReport, Settings};
+use crate::cache::DedupeCache;
 use crate::config::Config;
 use crate::metrics::OutcomeCounts;
 use crate::store::OrderStore;
 
 /// The function: built once per cold start, shared by every invocation.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Consumer {
     store: OrderStore,
+    /// Lives as long as the warm container: that is the point of it.
+    cache: DedupeCache,
     config: Config,
 }
 
 impl Consumer {
     pub fn new(store: OrderStore, config: Config) -> Self {
-        Self { store, config }
+        Self {
+            cache: DedupeCache::new(config.dedupe_cache_size),
+            store,
+            config,
+        }
+    }
+
+    pub fn cache(&self) -> &DedupeCache {
+        &self.cache
     }
 
     pub fn settings(&self) -> Settings {
@@ -75,7 +89,11 @@ impl Consumer {
             &self.config.metrics_namespace,
             &self.config.function_name,
             &OutcomeCounts::tally(report.outcomes()),
-            report.records.len(),
+            &[
+                ("BatchSize", report.records.len() as u64),
+                ("CacheHits", report.cache_hits),
+                ("CacheMisses", report.cache_misses),
+            ],
         ));
         Ok(response?)
     }
@@ -87,7 +105,14 @@ impl Consumer {
         event: &SqsEvent,
         deadline: Instant,
     ) -> (BatchReport, Result<SqsBatchResponse, BatchError>) {
-        let report = batch::process(&self.store, self.settings(), &event.records, deadline).await;
+        let report = batch::process(
+            &self.store,
+            &self.cache,
+            self.settings(),
+            &event.records,
+            deadline,
+        )
+        .await;
         let response = report.to_response();
         if let Err(e) = &response {
             tracing::error!(error = %e, "failing the invocation");

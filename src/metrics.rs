@@ -31,38 +31,42 @@ impl OutcomeCounts {
     }
 }
 
-/// Build the EMF document for one invocation.
+/// Build the EMF document for one invocation. `extra` are further
+/// per-invocation counts (batch size, cache hits and misses).
 pub fn emf_document(
     namespace: &str,
     function_name: &str,
     counts: &OutcomeCounts,
-    batch_size: usize,
+    extra: &[(&str, u64)],
 ) -> Value {
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let mut metrics: Vec<Value> = counts
+    let values: Vec<(&str, u64)> = counts
         .0
-        .keys()
-        .map(|k| json!({"Name": k, "Unit": "Count"}))
+        .iter()
+        .map(|(k, v)| (*k, *v))
+        .chain(extra.iter().copied())
         .collect();
-    metrics.push(json!({"Name": "BatchSize", "Unit": "Count"}));
+    let declared: Vec<Value> = values
+        .iter()
+        .map(|(k, _)| json!({"Name": k, "Unit": "Count"}))
+        .collect();
     let mut doc = json!({
         "_aws": {
             "Timestamp": timestamp,
             "CloudWatchMetrics": [{
                 "Namespace": namespace,
                 "Dimensions": [["FunctionName"]],
-                "Metrics": metrics,
+                "Metrics": declared,
             }]
         },
         "FunctionName": function_name,
-        "BatchSize": batch_size,
     });
     if let Value::Object(obj) = &mut doc {
-        for (k, v) in &counts.0 {
-            obj.insert((*k).to_owned(), json!(v));
+        for (k, v) in values {
+            obj.insert(k.to_owned(), json!(v));
         }
     }
     doc
@@ -84,15 +88,19 @@ mod tests {
     fn document_has_every_outcome_and_its_declaration() {
         let outcomes = [Outcome::Applied, Outcome::Applied, Outcome::Duplicate];
         let counts = OutcomeCounts::tally(&outcomes);
-        let doc = emf_document("NS", "fn", &counts, 3);
+        let doc = emf_document("NS", "fn", &counts, &[("BatchSize", 3), ("CacheHits", 1)]);
         assert_eq!(doc["Applied"], 2);
         assert_eq!(doc["Duplicate"], 1);
         assert_eq!(doc["Early"], 0);
         assert_eq!(doc["BatchSize"], 3);
+        assert_eq!(doc["CacheHits"], 1);
         let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
             .as_array()
             .unwrap();
-        for label in Outcome::LABELS {
+        for label in Outcome::LABELS
+            .into_iter()
+            .chain(["BatchSize", "CacheHits"])
+        {
             assert!(
                 declared.iter().any(|m| m["Name"] == label),
                 "{label} not declared"

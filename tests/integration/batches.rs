@@ -184,11 +184,15 @@ async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
             }
         }
     }
-    assert_eq!(applied.len(), bodies.len(), "every event applied");
+    // No two invocations may both claim to have applied an event. (The
+    // invocation whose write committed can itself report Duplicate when the
+    // SDK retried an attempt that timed out after committing: the retry finds
+    // its own write. So "Applied" is at most once; the table is the truth.)
     assert!(
         applied.values().all(|&n| n == 1),
         "no event applied twice: {applied:?}"
     );
+    // Exactly once: each order's history lists every event once, in order.
     for o in &orders {
         let expected: Vec<String> = lifecycle(o).into_iter().map(|(_, _, e)| e).collect();
         assert_eq!(db.history(o).await, expected);

@@ -3,6 +3,7 @@
 //! binary, so the SDK and the server are linked once.
 
 mod batches;
+mod cache;
 mod faults;
 mod outcomes;
 mod sample_events;

@@ -13,7 +13,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{
+    BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
+};
+use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use order_consumer::Consumer;
 use order_consumer::batch::BatchReport;
@@ -109,6 +113,20 @@ impl TestDb {
         consumer_with(self.store(), &[])
     }
 
+    /// A consumer whose DynamoDB client counts every HTTP request it sends
+    /// (each attempt, retries included), with extra environment.
+    pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (Consumer, RequestCounter) {
+        let counter = RequestCounter::default();
+        let conf = self
+            .client
+            .config()
+            .to_builder()
+            .interceptor(counter.clone())
+            .build();
+        let store = OrderStore::new(Client::from_conf(conf), self.table.clone());
+        (consumer_with(store, env), counter)
+    }
+
     pub async fn item(&self, order_id: &str) -> Option<HashMap<String, AttributeValue>> {
         self.client
             .get_item()
@@ -163,6 +181,33 @@ impl Drop for TestDb {
                 });
             }
         }
+    }
+}
+
+/// Counts HTTP requests at the point the SDK hands them to the connection
+/// (`read_before_transmit` runs once per attempt).
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter(std::sync::Arc<AtomicU64>);
+
+impl RequestCounter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _ctx: &BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 }
 
