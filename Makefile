@@ -18,17 +18,24 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) AWS_ENDPOINT_URL_DYNAMODB=http://127.0
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help demo test validate build build-host local invoke table deploy fmt lint smoke ci-tools
+.PHONY: help demo test validate build build-host local invoke table deploy fmt lint smoke e2e bench release
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
 	cargo run --quiet --example demo
 
-test: ## Run all tests (unit + integration against in-process dynoxide)
+test: release ## Run all tests (unit, integration, and the release binary under a Lambda emulator)
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run
+
+release: ## Build the release binary for this machine (target/release/order-consumer)
+	cargo build --release --bin order-consumer
+
+bench: release ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS
+	cargo build --profile release-untuned --bin order-consumer
+	cargo bench --bench bench
 
 validate: ## sam validate --lint, cfn-lint (SAM and translated), template policy checks
 	bash scripts/validate-template.sh
@@ -57,6 +64,9 @@ table: ## Print the orders table of `make local`
 
 smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under cargo lambda on two sample events
 	bash scripts/smoke-invoke.sh
+
+e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB with redrive
+	bash scripts/e2e/run.sh
 
 deploy: ## sam build + sam deploy (--guided the first time)
 	@command -v sam >/dev/null || { echo "install the AWS SAM CLI first (or: make validate, then use .venv/bin/sam)"; exit 1; }

@@ -29,18 +29,25 @@ AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local RUST_LOG=info \
   cargo lambda watch --invoke-port "$INVOKE_PORT" --ignore-changes --timeout 30 >"$LOG/watch.log" 2>&1 &
 pids+=($!)
 
-# Wait for both servers (bounded).
-for _ in $(seq 1 120); do
-  if grep -q "local DynamoDB on" "$LOG/ddb.log" 2>/dev/null \
-     && python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$INVOKE_PORT),1)" 2>/dev/null; then
-    break
-  fi
-  sleep 1
-done
-
 invoke() {
   cargo lambda invoke order-consumer --invoke-port "$INVOKE_PORT" --data-file "$1" --output-format json
 }
+
+# Wait (bounded) for the local DynamoDB and the emulator's port. cargo lambda
+# watch compiles and starts the function on the first invocation, so warm it
+# up with an empty batch (retried: the first tries can time out while it
+# compiles) before sending the sample events.
+echo '{"Records": []}' > "$LOG/empty.json"
+ready=""
+for _ in $(seq 1 60); do
+  if grep -q "local DynamoDB on" "$LOG/ddb.log" 2>/dev/null && invoke "$LOG/empty.json" >/dev/null 2>&1; then
+    ready=yes
+    break
+  fi
+  sleep 5
+done
+[[ -n "$ready" ]] || { echo "smoke: the function did not answer within 5 minutes" >&2; tail -40 "$LOG/watch.log" >&2; exit 1; }
+
 
 fail() { echo "smoke: FAIL: $*" >&2; echo "--- cargo lambda watch log:" >&2; tail -40 "$LOG/watch.log" >&2; exit 1; }
 

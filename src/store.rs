@@ -17,6 +17,7 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
@@ -84,6 +85,24 @@ impl OrderStore {
 
     /// Apply `event` with a single conditional UpdateItem.
     pub async fn apply(&self, event: &OrderEvent) -> Result<Write, StoreError> {
+        match self.update_request(event).send().await {
+            Ok(_) => Ok(Write::Applied),
+            Err(err) => match classify_sdk_error(err) {
+                Refusal::Condition(item) => item
+                    .map(|item| {
+                        serde_dynamo::from_item::<_, OrderSnapshot>(item)
+                            .map_err(|e| StoreError::CorruptItem(e.to_string()))
+                    })
+                    .transpose()
+                    .map(Write::Refused),
+                Refusal::Error(e) => Err(e),
+            },
+        }
+    }
+
+    /// Build (without sending) the conditional UpdateItem for `event`. Public
+    /// so the benchmark can measure the per-message CPU cost without I/O.
+    pub fn update_request(&self, event: &OrderEvent) -> UpdateItemFluentBuilder {
         let kind = event.kind();
         let mut values: HashMap<String, AttributeValue> = HashMap::new();
         let mut put = |k: &str, v: AttributeValue| {
@@ -184,8 +203,7 @@ impl OrderStore {
         // Every value above is referenced (DynamoDB rejects unused ones):
         // :seq by SET even where the guard (Placed) does not use it.
 
-        let result = self
-            .client
+        self.client
             .update_item()
             .table_name(&self.table)
             .key(KEY, s(event.order_id.as_str()))
@@ -194,22 +212,6 @@ impl OrderStore {
             .expression_attribute_names("#st", "status")
             .set_expression_attribute_values(Some(values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-
-        match result {
-            Ok(_) => Ok(Write::Applied),
-            Err(err) => match classify_sdk_error(err) {
-                Refusal::Condition(item) => item
-                    .map(|item| {
-                        serde_dynamo::from_item::<_, OrderSnapshot>(item)
-                            .map_err(|e| StoreError::CorruptItem(e.to_string()))
-                    })
-                    .transpose()
-                    .map(Write::Refused),
-                Refusal::Error(e) => Err(e),
-            },
-        }
     }
 }
 

@@ -30,6 +30,7 @@ use tokio::time::Instant;
 pub struct TestDb {
     pub client: Client,
     pub table: String,
+    endpoint: String,
     external: bool,
 }
 
@@ -73,7 +74,7 @@ pub async fn start_dynoxide() -> String {
 
 impl TestDb {
     pub async fn new() -> Self {
-        let (client, external) = match std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
+        let (client, endpoint, external) = match std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
             Ok(url) if !url.is_empty() => {
                 let mut loader = aws_config::defaults(BehaviorVersion::latest())
                     .retry_config(store::retry_config())
@@ -90,9 +91,12 @@ impl TestDb {
                         "test", "test", None, None, "static",
                     ));
                 }
-                (Client::new(&loader.load().await), true)
+                (Client::new(&loader.load().await), url, true)
             }
-            _ => (client_for(&start_dynoxide().await), false),
+            _ => {
+                let url = start_dynoxide().await;
+                (client_for(&url), url, false)
+            }
         };
         let table = unique_table();
         store::create_table(&client, &table)
@@ -101,8 +105,14 @@ impl TestDb {
         TestDb {
             client,
             table,
+            endpoint,
             external,
         }
+    }
+
+    /// The DynamoDB endpoint URL (for processes that need to reach it).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     pub fn store(&self) -> OrderStore {

@@ -1,0 +1,502 @@
+//! `make bench`: throughput, DynamoDB requests per message, CPU per message,
+//! cold start, binary size and peak RSS, all in one run against a local
+//! DynamoDB-compatible server (dynoxide, in-process).
+//!
+//! Prints markdown tables (also written to target/bench-report.md). Figures
+//! that compare two variants are given as ratios measured in this same run.
+//! This is a benchmark, not a test: it asserts only that the work it timed
+//! was the work intended (every message applied), never a speed.
+
+use std::io::{BufRead, BufReader, Read, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use order_consumer::domain::{Outcome, classify_refusal};
+use order_consumer::event::parse_body;
+use order_consumer::store::OrderStore;
+use serde_json::Value;
+
+#[allow(dead_code)]
+#[path = "../tests/integration/support.rs"]
+mod support;
+use support::*;
+
+const RUNS: usize = 5;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// `n` records: whole lifecycles, one order after another, in seq order.
+fn lifecycle_bodies(n: usize, prefix: &str) -> Vec<Value> {
+    let mut out = Vec::with_capacity(n);
+    let mut i = 0;
+    while out.len() < n {
+        let o = format!("{prefix}-{i}");
+        for (s, k, e) in lifecycle(&o) {
+            if out.len() < n {
+                out.push(body(&o, s, k, &e));
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+struct Report(String);
+
+impl Report {
+    fn line(&mut self, s: impl AsRef<str>) {
+        println!("{}", s.as_ref());
+        self.0.push_str(s.as_ref());
+        self.0.push('\n');
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut r = Report(String::new());
+    let machine = machine_description();
+    r.line("## PERFORMANCE figures (`make bench`)");
+    r.line(format!("\nMachine: {machine}. Local DynamoDB: dynoxide (in-memory SQLite) in the same process as the handler, so its CPU cost is inside every figure below.\n"));
+
+    rt.block_on(throughput(&mut r));
+    rt.block_on(requests_per_message(&mut r));
+    rt.block_on(cache_on_off(&mut r));
+    cpu_per_message(&mut r);
+    rt.block_on(process_figures(&mut r));
+
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-report.md");
+    let _ = std::fs::write(&path, &r.0);
+    println!("\n(written to {})", path.display());
+}
+
+fn machine_description() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb / 1024 / 1024)
+        .unwrap_or(0);
+    format!(
+        "{cpu}, {cores} cores, {mem_gib} GiB, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
+async fn throughput(r: &mut Report) {
+    r.line("### Throughput: messages per second (first-time messages, median of 5 runs)\n");
+    let concurrency = [1usize, 8, 32, 64];
+    r.line(format!(
+        "| batch size | {} | best / concurrency 1 |",
+        concurrency
+            .map(|c| format!("MAX_CONCURRENCY={c}"))
+            .join(" | ")
+    ));
+    r.line(format!("|---:|{}---:|", "---:|".repeat(concurrency.len())));
+    for n in [10usize, 100, 1_000, 10_000] {
+        let mut row = Vec::new();
+        for c in concurrency {
+            let mut rates = Vec::new();
+            for _ in 0..RUNS {
+                let db = TestDb::new().await;
+                let consumer = consumer_with(db.store(), &[("MAX_CONCURRENCY", &c.to_string())]);
+                let event = batch_of(&lifecycle_bodies(n, "o"));
+                let t = Instant::now();
+                let (report, _) = consumer.handle_batch(&event, far_deadline()).await;
+                let secs = t.elapsed().as_secs_f64();
+                assert!(
+                    report.outcomes().all(|o| *o == Outcome::Applied),
+                    "benchmark batch must apply fully"
+                );
+                rates.push(n as f64 / secs);
+            }
+            row.push(median(rates));
+        }
+        let best = row.iter().cloned().fold(0.0, f64::max);
+        r.line(format!(
+            "| {n} | {} | {:.2}x |",
+            row.iter()
+                .map(|v| format!("{v:.0}"))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            best / row[0]
+        ));
+    }
+}
+
+async fn requests_per_message(r: &mut Report) {
+    r.line("\n### DynamoDB requests per message (counted per HTTP request the SDK sends)\n");
+    r.line("| message | requests / message |");
+    r.line("|---|---:|");
+    let n = 1_000;
+    let db = TestDb::new().await;
+    let event = batch_of(&lifecycle_bodies(n, "r"));
+    let (warm, warm_req) = db.counted_consumer(&[]);
+    warm.handle_batch(&event, far_deadline()).await;
+    let first = warm_req.get() as f64 / n as f64;
+    r.line(format!("| first-time | {first:.2} |"));
+
+    // A cold container gets one redelivered message per order.
+    let (cold, cold_req) = db.counted_consumer(&[]);
+    let singles: Vec<Value> = lifecycle_bodies(n, "r")
+        .into_iter()
+        .skip(3)
+        .step_by(4)
+        .collect();
+    let singles_n = singles.len();
+    cold.handle_batch(&batch_of(&singles), far_deadline()).await;
+    r.line(format!(
+        "| duplicate, cold container, one message per order | {:.2} |",
+        cold_req.get() as f64 / singles_n as f64
+    ));
+    // A cold container gets whole lifecycles redelivered: the first refusal
+    // per order teaches the cache.
+    let (cold2, cold2_req) = db.counted_consumer(&[]);
+    cold2.handle_batch(&event, far_deadline()).await;
+    r.line(format!(
+        "| duplicate, cold container, whole lifecycles redelivered | {:.2} |",
+        cold2_req.get() as f64 / n as f64
+    ));
+    let before = warm_req.get();
+    warm.handle_batch(&event, far_deadline()).await;
+    r.line(format!(
+        "| duplicate, warm container (cached) | {:.2} |",
+        (warm_req.get() - before) as f64 / n as f64
+    ));
+    r.line("\nFor comparison, Powertools for AWS Lambda (Python) idempotency spends three requests on a first-time message (conditional PutItem of the idempotency record, UpdateItem to complete it, then the business write), one after another; this consumer spends one.");
+}
+
+async fn cache_on_off(r: &mut Report) {
+    r.line("\n### Redelivered batch in a warm container: cache on vs off (1,000 messages, MAX_CONCURRENCY=8, median of 5)\n");
+    let mut on = Vec::new();
+    let mut off = Vec::new();
+    for _ in 0..RUNS {
+        for (size, out) in [("10000", &mut on), ("0", &mut off)] {
+            let db = TestDb::new().await;
+            let c = consumer_with(db.store(), &[("DEDUPE_CACHE_SIZE", size)]);
+            let event = batch_of(&lifecycle_bodies(1_000, "c"));
+            c.handle_batch(&event, far_deadline()).await;
+            let t = Instant::now();
+            let (report, _) = c.handle_batch(&event, far_deadline()).await;
+            out.push(1_000.0 / t.elapsed().as_secs_f64());
+            assert!(
+                report
+                    .outcomes()
+                    .all(|o| matches!(o, Outcome::Duplicate | Outcome::Stale { .. }))
+            );
+        }
+    }
+    let (on, off) = (median(on), median(off));
+    r.line("| cache | messages / s |");
+    r.line("|---|---:|");
+    r.line(format!("| on (DEDUPE_CACHE_SIZE=10000) | {on:.0} |"));
+    r.line(format!("| off (DEDUPE_CACHE_SIZE=0) | {off:.0} |"));
+    r.line(format!("\nRatio on/off: {:.1}x", on / off));
+}
+
+fn cpu_per_message(r: &mut Report) {
+    r.line("\n### CPU per message in the handler, excluding I/O (one thread, 200,000 messages)\n");
+    let bodies: Vec<String> = lifecycle_bodies(1_000, "cpu")
+        .into_iter()
+        .map(|b| b.to_string())
+        .collect();
+    let iterations = 200_000;
+    let store = OrderStore::new(client_for("http://127.0.0.1:9"), "orders");
+
+    let t = Instant::now();
+    for i in 0..iterations {
+        std::hint::black_box(parse_body(Some(&bodies[i % bodies.len()])).ok());
+    }
+    let parse = t.elapsed().as_nanos() as f64 / iterations as f64;
+
+    let events: Vec<_> = bodies
+        .iter()
+        .map(|b| parse_body(Some(b)).expect("valid"))
+        .collect();
+    let t = Instant::now();
+    for i in 0..iterations {
+        std::hint::black_box(store.update_request(&events[i % events.len()]));
+    }
+    let build = t.elapsed().as_nanos() as f64 / iterations as f64;
+
+    let snapshot = order_consumer::domain::OrderSnapshot {
+        status: order_consumer::domain::Status::Delivered,
+        last_event_seq: 4,
+        last_event_id: "x".into(),
+        event_hash: "y".into(),
+    };
+    let t = Instant::now();
+    for i in 0..iterations {
+        std::hint::black_box(classify_refusal(&events[i % events.len()], Some(&snapshot)));
+    }
+    let classify = t.elapsed().as_nanos() as f64 / iterations as f64;
+
+    r.line("| step | ns / message |");
+    r.line("|---|---:|");
+    r.line(format!("| parse + validate body | {parse:.0} |"));
+    r.line(format!(
+        "| build the conditional UpdateItem (incl. content hash) | {build:.0} |"
+    ));
+    r.line(format!(
+        "| classify a refusal (incl. content hash) | {classify:.0} |"
+    ));
+    r.line(format!(
+        "| total, first-time message (parse + build) | {:.0} |",
+        parse + build
+    ));
+}
+
+// ---- the release binary under a minimal Lambda Runtime API -----------------
+
+/// What the Runtime API saw, in order.
+enum Seen {
+    Next(Instant),
+    Response(Instant, String),
+}
+
+/// Serve one invocation (`event`) to whoever polls, report what happens.
+fn runtime_api(event: String, deadline_ms: u64) -> (String, mpsc::Receiver<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut served = false;
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let tx = tx.clone();
+            let give = if served { None } else { Some(event.clone()) };
+            served = true;
+            std::thread::spawn(move || serve_conn(stream, give, deadline_ms, tx));
+        }
+    });
+    (addr, rx)
+}
+
+fn serve_conn(
+    stream: TcpStream,
+    mut event: Option<String>,
+    deadline_ms: u64,
+    tx: mpsc::Sender<Seen>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h == "\r\n" {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0u8; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        if line.starts_with("GET") && line.contains("/invocation/next") {
+            let _ = tx.send(Seen::Next(Instant::now()));
+            let Some(ev) = event.take() else {
+                // Nothing more to invoke: hold the poll until the process is killed.
+                std::thread::sleep(Duration::from_secs(3600));
+                return;
+            };
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nLambda-Runtime-Aws-Request-Id: req-1\r\nLambda-Runtime-Deadline-Ms: {deadline_ms}\r\nLambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-east-1:111122223333:function:order-consumer\r\nLambda-Runtime-Trace-Id: Root=1-00000000-000000000000000000000000\r\nContent-Length: {}\r\n\r\n{ev}",
+                ev.len()
+            );
+            let _ = out.write_all(resp.as_bytes());
+        } else {
+            if line.contains("/response") || line.contains("/error") {
+                let _ = tx.send(Seen::Response(
+                    Instant::now(),
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+            }
+            let _ = out.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n{}");
+        }
+    }
+}
+
+struct Run {
+    to_first_poll: Duration,
+    to_response: Duration,
+    peak_rss_kib: u64,
+    response: String,
+}
+
+fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -> Run {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    let (api, rx) = runtime_api(
+        serde_json::to_string(event).expect("event json"),
+        now_ms + 300_000,
+    );
+    let spawned = Instant::now();
+    let mut child: Child = Command::new(bin)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", &api)
+        .env("TABLE_NAME", table)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "bench")
+        .env("AWS_SECRET_ACCESS_KEY", "bench")
+        .env("AWS_LAMBDA_FUNCTION_NAME", "order-consumer")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the release binary");
+    let mut first_poll = None;
+    let (to_response, response) = loop {
+        match rx
+            .recv_timeout(Duration::from_secs(300))
+            .expect("the function answered")
+        {
+            Seen::Next(t) => {
+                first_poll.get_or_insert(t);
+            }
+            Seen::Response(t, body) => break (t - spawned, body),
+        }
+    };
+    let peak_rss_kib = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0);
+    let _ = child.kill();
+    let _ = child.wait();
+    Run {
+        to_first_poll: first_poll.map(|t| t - spawned).unwrap_or_default(),
+        to_response,
+        peak_rss_kib,
+        response,
+    }
+}
+
+async fn process_figures(r: &mut Report) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let variants = [
+        (
+            "release (tuned: fat LTO, 1 codegen unit, stripped)",
+            root.join("target/release/order-consumer"),
+        ),
+        (
+            "release-untuned (defaults)",
+            root.join("target/release-untuned/order-consumer"),
+        ),
+    ];
+    for (_, bin) in &variants {
+        if !bin.exists() {
+            r.line(format!(
+                "\n(missing {}: run `make bench`, which builds it)",
+                bin.display()
+            ));
+            return;
+        }
+    }
+    let small = batch_of(&lifecycle_bodies(10, "cs"));
+    let big = batch_of(&lifecycle_bodies(10_000, "big"));
+
+    r.line(
+        "\n### The release binary under a Lambda Runtime API emulator (median of 5 cold starts)\n",
+    );
+    r.line("| binary | size | spawn → first poll | spawn → first response (10 records) | peak RSS, 10,000-record batch |");
+    r.line("|---|---:|---:|---:|---:|");
+    let mut figures = Vec::new();
+    for (name, bin) in &variants {
+        let size = std::fs::metadata(bin).map(|m| m.len()).unwrap_or(0);
+        let mut polls = Vec::new();
+        let mut responses = Vec::new();
+        for _ in 0..RUNS {
+            let db = TestDb::new().await;
+            let endpoint = db.endpoint().to_owned();
+            let table = db.table.clone();
+            let run = tokio::task::spawn_blocking({
+                let bin = bin.clone();
+                let small = small.clone();
+                move || run_binary(&bin, &endpoint, &table, &small)
+            })
+            .await
+            .expect("run");
+            assert!(
+                run.response.contains("batchItemFailures"),
+                "unexpected answer: {}",
+                run.response
+            );
+            polls.push(run.to_first_poll.as_secs_f64() * 1e3);
+            responses.push(run.to_response.as_secs_f64() * 1e3);
+        }
+        let db = TestDb::new().await;
+        let endpoint = db.endpoint().to_owned();
+        let table = db.table.clone();
+        let big_run = tokio::task::spawn_blocking({
+            let bin = bin.clone();
+            let big = big.clone();
+            move || run_binary(&bin, &endpoint, &table, &big)
+        })
+        .await
+        .expect("run");
+        assert_eq!(
+            serde_json::from_str::<Value>(&big_run.response)
+                .ok()
+                .and_then(|v| v["batchItemFailures"].as_array().map(Vec::len)),
+            Some(0),
+            "the 10,000-record batch must apply fully"
+        );
+        let (p, s) = (median(polls), median(responses));
+        figures.push((size, p, s));
+        r.line(format!(
+            "| {name} | {:.1} MiB | {p:.1} ms | {s:.1} ms | {:.1} MiB |",
+            size as f64 / 1024.0 / 1024.0,
+            big_run.peak_rss_kib as f64 / 1024.0
+        ));
+    }
+    let (t, u) = (figures[0], figures[1]);
+    r.line(format!(
+        "\nTuned vs untuned, same run: size {:.2}x, spawn → first poll {:.2}x, spawn → first response {:.2}x.",
+        t.0 as f64 / u.0 as f64,
+        t.1 / u.1,
+        t.2 / u.2
+    ));
+    r.line("arm64: not measured here (the aarch64 Rust target cannot be installed on this machine); `make build` produces it where it can.");
+}
