@@ -157,7 +157,7 @@ async fn requests_per_message(r: &mut Report) {
     let db = TestDb::new().await;
     let event = batch_of(&lifecycle_bodies(n, "r"));
     let (warm, warm_req) = db.counted_consumer(&[]);
-    warm.handle_batch(&event, far_deadline()).await;
+    run(&warm, &event).await;
     let first = warm_req.get() as f64 / n as f64;
     r.line(format!("| first-time | {first:.2} |"));
 
@@ -169,7 +169,7 @@ async fn requests_per_message(r: &mut Report) {
         .step_by(4)
         .collect();
     let singles_n = singles.len();
-    cold.handle_batch(&batch_of(&singles), far_deadline()).await;
+    run(&cold, &batch_of(&singles)).await;
     r.line(format!(
         "| duplicate, cold container, one message per order | {:.2} |",
         cold_req.get() as f64 / singles_n as f64
@@ -177,13 +177,13 @@ async fn requests_per_message(r: &mut Report) {
     // A cold container gets whole lifecycles redelivered: the first refusal
     // per order teaches the cache.
     let (cold2, cold2_req) = db.counted_consumer(&[]);
-    cold2.handle_batch(&event, far_deadline()).await;
+    run(&cold2, &event).await;
     r.line(format!(
         "| duplicate, cold container, whole lifecycles redelivered | {:.2} |",
         cold2_req.get() as f64 / n as f64
     ));
     let before = warm_req.get();
-    warm.handle_batch(&event, far_deadline()).await;
+    run(&warm, &event).await;
     r.line(format!(
         "| duplicate, warm container (cached) | {:.2} |",
         (warm_req.get() - before) as f64 / n as f64
@@ -200,7 +200,7 @@ async fn cache_on_off(r: &mut Report) {
             let db = TestDb::new().await;
             let c = consumer_with(db.store(), &[("DEDUPE_CACHE_SIZE", size)]);
             let event = batch_of(&lifecycle_bodies(1_000, "c"));
-            c.handle_batch(&event, far_deadline()).await;
+            run(&c, &event).await;
             let t = Instant::now();
             let (report, _) = c.handle_batch(&event, far_deadline()).await;
             out.push(1_000.0 / t.elapsed().as_secs_f64());

@@ -365,7 +365,7 @@ def _(m: Model) -> None:
 def _(m: Model) -> None:
     env = m.props(m.function()).get("Environment", {}).get("Variables", {})
     assert env.get("TABLE_NAME") == {"Ref": m.table()}, f"TABLE_NAME is {env.get('TABLE_NAME')!r}"
-    missing = [k for k in ("MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE") if k not in env]
+    missing = [k for k in ("MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "RUST_LOG", "METRICS_NAMESPACE") if k not in env]
     assert not missing, f"missing {missing}"
 
 
