@@ -57,6 +57,21 @@ pub enum BatchError {
     Unidentifiable(usize),
 }
 
+/// How Lambda reports an invocation error: `errorType` is what shows in the
+/// console and in logs, so it names the case rather than a Rust type.
+impl From<BatchError> for lambda_runtime::Diagnostic {
+    fn from(e: BatchError) -> Self {
+        let error_type = match e {
+            BatchError::Outage(_) => "OrderConsumer.DynamoDbOutage",
+            BatchError::Unidentifiable(_) => "OrderConsumer.RecordWithoutMessageId",
+        };
+        lambda_runtime::Diagnostic {
+            error_type: error_type.to_owned(),
+            error_message: e.to_string(),
+        }
+    }
+}
+
 impl BatchReport {
     pub fn outcomes(&self) -> impl Iterator<Item = &Outcome> {
         self.records.iter().map(|r| &r.outcome)
@@ -441,6 +456,13 @@ mod tests {
         // An emulator's relative value.
         let d = deadline_from_epoch_ms(600_000);
         assert!(left(d) > Duration::from_secs(590));
+    }
+
+    #[test]
+    fn invocation_errors_name_their_case() {
+        let d: lambda_runtime::Diagnostic = BatchError::Outage(3).into();
+        assert_eq!(d.error_type, "OrderConsumer.DynamoDbOutage");
+        assert!(d.error_message.contains("all 3 records failed"));
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl Consumer {
     pub async fn handle(
         &self,
         event: LambdaEvent<SqsEvent>,
-    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    ) -> Result<SqsBatchResponse, BatchError> {
         let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
         tracing::info!(
             request_id = %event.context.request_id,
@@ -95,7 +95,7 @@ impl Consumer {
                 ("CacheMisses", report.cache_misses),
             ],
         ));
-        Ok(response?)
+        response
     }
 
     /// Process a batch and build the response, keeping the per-record report

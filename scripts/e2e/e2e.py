@@ -1,0 +1,715 @@
+#!/usr/bin/env python3
+"""`make e2e`: deploy template.yaml into MiniStack and prove SQS -> Lambda ->
+DynamoDB, with real redelivery and a real dead-letter queue.
+
+Run by scripts/e2e/run.sh, which owns the MiniStack process. Subcommands:
+
+    e2e.py wait-healthy --endpoint URL --timeout S
+    e2e.py run --endpoint URL --template FILE --zip FILE --workdir DIR
+
+`run` uploads the function zip to the emulator's S3, deploys a copy of the
+template (only `CodeUri` is changed, to that S3 object) through the emulator's
+CloudFormation, sends a realistic stream of order events to the deployed
+queue, waits until the queue drains, checks the table, the DLQ and the
+function's logs, and deletes the stack.
+
+Every client is built here with an explicit endpoint_url and dummy
+credentials; nothing can reach real AWS.
+"""
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+import time
+import urllib.request
+from collections import Counter, defaultdict
+
+REGION = "us-east-1"
+STACK = "order-consumer-e2e"
+BUCKET = "order-consumer-e2e-artifacts"
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+
+def say(msg=""):
+    print(msg, flush=True)
+
+
+def step(msg):
+    say(f"e2e: [{time.strftime('%H:%M:%S')}] {msg}")
+
+
+class Failure(Exception):
+    """A precondition failed (deploy, wait): the run cannot go on."""
+
+
+def clients(endpoint):
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.session.Session(
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        region_name=REGION,
+    )
+    cfg = Config(retries={"mode": "standard", "max_attempts": 3},
+                 connect_timeout=5, read_timeout=60)
+
+    def make(name):
+        return session.client(name, endpoint_url=endpoint, config=cfg)
+
+    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs")}
+
+
+# ---------------------------------------------------------------------------
+# wait-healthy
+# ---------------------------------------------------------------------------
+
+def wait_healthy(endpoint, timeout):
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{endpoint}/_ministack/health", timeout=2) as r:
+                doc = json.load(r)
+            services = doc.get("services", {})
+            needed = ("cloudformation", "s3", "sqs", "dynamodb", "lambda", "logs", "iam")
+            missing = [s for s in needed if services.get(s) not in ("available", "running")]
+            if not missing:
+                return 0
+            last = f"services not ready: {missing}"
+        except Exception as e:  # noqa: BLE001 - any error means "not yet"
+            last = f"{type(e).__name__}: {e}"
+        time.sleep(0.5)
+    say(f"e2e: FAIL: MiniStack at {endpoint} not healthy after {timeout}s ({last})")
+    return 1
+
+
+# ---------------------------------------------------------------------------
+# The event stream
+# ---------------------------------------------------------------------------
+
+MINUTES = {1: 0, 2: 5, 3: 60, 4: 1440}
+DATA = {
+    "OrderPlaced": lambda o: {"customerId": f"cust-{o[-4:]}", "amount": 150000, "currency": "INR"},
+    "OrderPaid": lambda o: {"paymentId": f"pay-{o[-4:]}", "amount": 150000, "currency": "INR"},
+    "OrderShipped": lambda o: {"carrier": "BlueDart", "trackingId": f"BD{o[-4:]}IN"},
+    "OrderDelivered": lambda o: {},
+    "OrderCancelled": lambda o: {"reason": "customer request"},
+}
+LIFECYCLE = ["OrderPlaced", "OrderPaid", "OrderShipped", "OrderDelivered"]
+
+
+def event(order, seq, typ, event_id=None):
+    m = MINUTES.get(seq, seq * 10)
+    return {
+        "eventId": event_id or f"evt-{order[4:]}-{seq}",
+        "orderId": order,
+        "seq": seq,
+        "type": typ,
+        "occurredAt": f"2026-12-0{1 + m // 1440}T{10 + (m % 1440) // 60:02d}:{m % 60:02d}:00Z",
+        "data": DATA[typ](order),
+    }
+
+
+def body(ev):
+    return json.dumps(ev, separators=(",", ":"))
+
+
+class Plan:
+    """What is sent, and what the table must hold afterwards."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        # order -> (final status, last_event_seq, [eventIds applied, in seq order])
+        self.expect = {}
+        self.sent = []          # every body sent, in order (for the totals)
+        self.rejected = 0       # events that can never apply (acknowledged, Rejected)
+        self.poison = f"this is not JSON: poison message {seed} {{"
+
+    def lifecycle(self, order, n, cancel_at=None):
+        """Events of one order: the first n steps of the lifecycle, or, with
+        cancel_at=k, k steps then OrderCancelled."""
+        if cancel_at:
+            evs = [event(order, s + 1, LIFECYCLE[s]) for s in range(cancel_at)]
+            evs.append(event(order, cancel_at + 1, "OrderCancelled"))
+            status = "CANCELLED"
+        else:
+            evs = [event(order, s + 1, LIFECYCLE[s]) for s in range(n)]
+            status = {1: "PLACED", 2: "PAID", 3: "SHIPPED", 4: "DELIVERED"}[n]
+        self.expect[order] = (status, evs[-1]["seq"], [e["eventId"] for e in evs])
+        return evs
+
+    def applied_total(self):
+        return sum(len(h) for _, _, h in self.expect.values())
+
+
+def send_bodies(sqs, queue_url, bodies, plan):
+    """SendMessageBatch, 10 at a time. Every entry is a new SQS message (new
+    messageId), even when its body repeats an earlier one."""
+    for i in range(0, len(bodies), 10):
+        chunk = bodies[i:i + 10]
+        resp = sqs.send_message_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(j), "MessageBody": b} for j, b in enumerate(chunk)],
+        )
+        if resp.get("Failed"):
+            raise Failure(f"SendMessageBatch refused entries: {resp['Failed']}")
+        plan.sent.extend(chunk)
+
+
+def queue_counts(sqs, url):
+    a = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    return (int(a.get("ApproximateNumberOfMessages", 0)),
+            int(a.get("ApproximateNumberOfMessagesNotVisible", 0)),
+            int(a.get("ApproximateNumberOfMessagesDelayed", 0)))
+
+
+def get_order(ddb, table, order_id):
+    item = ddb.get_item(TableName=table, Key={"order_id": {"S": order_id}},
+                        ConsistentRead=True).get("Item")
+    return item
+
+
+def wait_until(what, timeout, probe, interval=1.0):
+    """Poll probe() until it returns a truthy value; raise a clear Failure on
+    timeout. probe() may return (ok, detail)."""
+    deadline = time.monotonic() + timeout
+    detail = ""
+    while True:
+        r = probe()
+        ok, detail = r if isinstance(r, tuple) else (r, "")
+        if ok:
+            return
+        if time.monotonic() >= deadline:
+            raise Failure(f"timed out after {timeout:.0f}s waiting for {what}" + (f" ({detail})" if detail else ""))
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------
+# Deploy
+# ---------------------------------------------------------------------------
+
+def template_with_code_uri(path, s3_uri):
+    """The template's text with the function's `CodeUri` pointed at s3_uri.
+    A text edit, so the YAML short-form tags (!Ref, !If, ...) stay as they are."""
+    text = open(path, encoding="utf-8").read()
+    pattern = re.compile(r"^(\s+CodeUri:)\s*\S.*$", re.MULTILINE)
+    found = pattern.findall(text)
+    if len(found) != 1:
+        raise Failure(f"expected exactly one `CodeUri:` line in {path}, found {len(found)}")
+    return pattern.sub(lambda m: f"{m.group(1)} {s3_uri}", text)
+
+
+def deploy(c, template_path, zip_path, params, timeout):
+    blob = open(zip_path, "rb").read()
+    key = f"order-consumer/{hashlib.sha256(blob).hexdigest()[:16]}.zip"
+    c["s3"].create_bucket(Bucket=BUCKET)
+    c["s3"].put_object(Bucket=BUCKET, Key=key, Body=blob)
+    step(f"uploaded {zip_path} ({len(blob)} bytes) to s3://{BUCKET}/{key}")
+
+    text = template_with_code_uri(template_path, f"s3://{BUCKET}/{key}")
+    step(f"deploying {template_path} as stack {STACK} (CodeUri -> s3://{BUCKET}/{key})")
+    say("     parameters: " + " ".join(f"{k}={v}" for k, v in params.items()))
+    cfn = c["cloudformation"]
+    t0 = time.monotonic()
+    cfn.create_stack(
+        StackName=STACK,
+        TemplateBody=text,
+        Parameters=[{"ParameterKey": k, "ParameterValue": str(v)} for k, v in params.items()],
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+        OnFailure="DO_NOTHING",
+    )
+    while True:
+        st = cfn.describe_stacks(StackName=STACK)["Stacks"][0]
+        status = st["StackStatus"]
+        if status == "CREATE_COMPLETE":
+            break
+        if status.endswith("FAILED") or status.startswith("ROLLBACK") or status.startswith("DELETE"):
+            reasons = []
+            for e in cfn.describe_stack_events(StackName=STACK)["StackEvents"]:
+                if "FAILED" in e.get("ResourceStatus", ""):
+                    reasons.append(f"{e['LogicalResourceId']} {e['ResourceStatus']}: {e.get('ResourceStatusReason', '')}")
+            raise Failure(f"stack {STACK} is {status}: {st.get('StackStatusReason', '')}\n       "
+                          + "\n       ".join(reasons[:10]))
+        if time.monotonic() - t0 > timeout:
+            raise Failure(f"timed out after {timeout}s waiting for stack {STACK} (status {status})")
+        time.sleep(1)
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in st.get("Outputs", [])}
+    resources = cfn.describe_stack_resources(StackName=STACK)["StackResources"]
+    step(f"stack CREATE_COMPLETE in {time.monotonic() - t0:.1f}s: "
+         + ", ".join(sorted(f"{r['ResourceType']}" for r in resources)))
+    return outputs
+
+
+def fix_scaling_config(endpoint, lam, mapping):
+    """Work around a MiniStack 1.5.33 bug, only while it is there.
+
+    Its CloudFormation provisioner copies ScalingConfig verbatim, and a value
+    that comes from a parameter (`!Ref EventSourceMaximumConcurrency`) is a
+    string there, as CloudFormation parameters are. The SQS poller then
+    compares the in-flight count with that string and fails on every pass
+    ("ESM SQS poller error: '>=' not supported between instances of 'int'
+    and 'str'"): nothing is ever delivered. The raw API answer shows the
+    string (boto3 would coerce it); if it is one, the same value is set again
+    as a number through UpdateEventSourceMapping, which is what the template
+    asks for."""
+    raw = urllib.request.Request(
+        f"{endpoint}/2015-03-31/event-source-mappings/{mapping['UUID']}",
+        headers={"Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/lambda/aws4_request, "
+                                  "SignedHeaders=host, Signature=0"})
+    with urllib.request.urlopen(raw, timeout=10) as r:
+        doc = json.load(r)
+    mc = (doc.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    if isinstance(mc, str):
+        lam.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": int(mc)})
+        say(f"     workaround (MiniStack bug): ScalingConfig.MaximumConcurrency was stored as the string "
+            f"{mc!r}, which stops its SQS poller; set it again as {int(mc)} via UpdateEventSourceMapping")
+
+
+def bootstrap_environments(root_pid):
+    """(pid, environment) of every `bootstrap` process below root_pid."""
+    import os
+    children = defaultdict(list)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+                children[ppid].append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        for kid in children.get(pid, []):
+            todo.append(kid)
+            try:
+                if os.path.basename(os.readlink(f"/proc/{kid}/exe")) == "bootstrap":
+                    raw = open(f"/proc/{kid}/environ", "rb").read().split(b"\0")
+                    env = dict(x.decode(errors="replace").split("=", 1) for x in raw if b"=" in x)
+                    found.append((kid, env))
+            except OSError:
+                pass
+    return found
+
+
+def delete_stack(c, timeout=90):
+    cfn = c["cloudformation"]
+    cfn.delete_stack(StackName=STACK)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        try:
+            st = cfn.describe_stacks(StackName=STACK)["Stacks"][0]
+        except Exception:  # noqa: BLE001 - gone
+            return "DELETE_COMPLETE"
+        if st["StackStatus"] in ("DELETE_COMPLETE", "DELETE_FAILED"):
+            return st["StackStatus"]
+        time.sleep(1)
+    return "timed out"
+
+
+# ---------------------------------------------------------------------------
+# Logs
+# ---------------------------------------------------------------------------
+
+def function_log_lines(logs, group):
+    lines = []
+    kwargs = {"logGroupName": group}
+    while True:
+        resp = logs.filter_log_events(**kwargs)
+        lines.extend(e["message"] for e in resp.get("events", []))
+        tok = resp.get("nextToken")
+        if not tok or not resp.get("events"):
+            break
+        kwargs["nextToken"] = tok
+    return lines
+
+
+def parse_json_lines(lines):
+    out = []
+    for line in lines:
+        for part in line.splitlines():
+            part = part.strip()
+            if part.startswith("{"):
+                try:
+                    out.append(json.loads(part))
+                except ValueError:
+                    pass
+    return out
+
+
+def find_key(doc, key):
+    """First value of `key` in a tracing JSON line (top level, fields or span)."""
+    if key in doc:
+        return doc[key]
+    for sub in ("fields", "span"):
+        if isinstance(doc.get(sub), dict) and key in doc[sub]:
+            return doc[sub][key]
+    return None
+
+
+# ---------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.failures = []
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+            say(f"  ok    {what}")
+        else:
+            self.failed += 1
+            self.failures.append(what)
+            say(f"  FAIL  {what}" + (f"\n        {detail}" if detail else ""))
+        return ok
+
+
+def run(args):
+    c = clients(args.endpoint)
+    checks = Checks()
+    timeout = int(args.function_timeout)
+    params = {
+        "Architecture": "x86_64",          # MiniStack runs host binaries only
+        "FunctionTimeout": timeout,
+        "DeadlineMarginMs": args.deadline_margin_ms,
+        "QueueVisibilityTimeout": 6 * timeout,
+        "MaxReceiveCount": 5,              # the template's minimum
+        "BatchSize": 10,
+        "MaximumBatchingWindowInSeconds": 0,
+        "TableDeletionProtection": "false",
+        "LogRetentionInDays": 1,
+        "RustLog": "info",
+    }
+    deployed = False
+    try:
+        out = deploy(c, args.template, args.zip, params, args.deploy_timeout)
+        deployed = True
+        checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
+        run_scenario(c, out, params, args, checks)
+    except Failure as e:
+        checks.check(False, "run completed", str(e))
+    except Exception as e:  # noqa: BLE001 - report, delete the stack, fail
+        import traceback
+        traceback.print_exc()
+        checks.check(False, "run completed", f"unexpected {type(e).__name__}: {e}")
+    finally:
+        if deployed and not args.keep_stack:
+            status = delete_stack(c)
+            step(f"stack {STACK}: {status}")
+
+    say("")
+    if checks.failures:
+        say("e2e: failed checks:")
+        for f in checks.failures:
+            say(f"  - {f}")
+    say(f"e2e: {checks.passed} passed, {checks.failed} failed")
+    return 0 if checks.failed == 0 else 1
+
+
+def run_scenario(c, out, params, args, checks):
+    sqs, ddb, lam, logs = c["sqs"], c["dynamodb"], c["lambda"], c["logs"]
+    qurl, dlq_url = out["QueueUrl"], out["DeadLetterQueueUrl"]
+    table, fn, group = out["TableName"], out["FunctionName"], out["LogGroupName"]
+    say(f"     queue {qurl}\n     dlq   {dlq_url}\n     table {table}  function {fn}  logs {group}")
+
+    # What the emulator made of the function and its event source (informative:
+    # the behaviour below is what is asserted, not this configuration).
+    cfg = lam.get_function_configuration(FunctionName=fn)
+    env = cfg.get("Environment", {}).get("Variables", {})
+    say(f"     function: Runtime={cfg.get('Runtime')} Architectures={cfg.get('Architectures')} "
+        f"Timeout={cfg.get('Timeout')} env={sorted(env)}")
+    esms = lam.list_event_source_mappings(FunctionName=fn)["EventSourceMappings"]
+    for m in esms:
+        fix_scaling_config(args.endpoint, lam, m)
+    esms = lam.list_event_source_mappings(FunctionName=fn)["EventSourceMappings"]
+    for m in esms:
+        say(f"     event source mapping: BatchSize={m.get('BatchSize')} "
+            f"MaximumBatchingWindowInSeconds={m.get('MaximumBatchingWindowInSeconds')} "
+            f"FunctionResponseTypes={m.get('FunctionResponseTypes', [])} "
+            f"ScalingConfig={m.get('ScalingConfig', {})} State={m.get('State')}")
+    checks.check(len(esms) == 1 and esms[0].get("EventSourceArn") == out["QueueArn"],
+                 "one event source mapping, from the deployed queue to the function",
+                 f"got {[(m.get('EventSourceArn'), m.get('State')) for m in esms]}")
+
+    plan = Plan(args.seed)
+    rng = plan.rng
+    t_start = time.monotonic()
+
+    # 1. The early event: ord-2003's OrderPaid, alone, before its OrderPlaced.
+    early = event("ord-2003", 2, "OrderPaid")
+    plan.expect["ord-2003"] = ("PAID", 2, ["evt-2003-1", "evt-2003-2"])
+    step("sending ord-2003 OrderPaid (seq 2) before its OrderPlaced")
+    send_bodies(sqs, qurl, [body(early)], plan)
+    # The event source mapping's LastProcessingResult says when the batch is
+    # settled; the function's log says what the record's outcome was.
+    esm_uuid = esms[0]["UUID"]
+    before = lam.get_event_source_mapping(UUID=esm_uuid).get("LastProcessingResult")
+
+    def esm_settled():
+        now = lam.get_event_source_mapping(UUID=esm_uuid).get("LastProcessingResult")
+        return now != before, f"LastProcessingResult still {now!r}"
+    wait_until("the event source mapping to deliver the early OrderPaid", 60, esm_settled, interval=0.3)
+    result = lam.get_event_source_mapping(UUID=esm_uuid).get("LastProcessingResult")
+    first_outcome = "(not in the captured log)"
+    t_log = time.monotonic() + 5
+    while time.monotonic() < t_log:
+        found = [str(find_key(d, "outcome")) for d in parse_json_lines(function_log_lines(logs, group))
+                 if find_key(d, "event_id") == "evt-2003-2" and find_key(d, "outcome")]
+        if found:
+            first_outcome = found[0]
+            break
+        time.sleep(0.3)
+    v, nv, _ = queue_counts(sqs, qurl)
+    step(f"first delivery of the early OrderPaid: outcome {first_outcome}; event source mapping: "
+         f"{result!r}; queue visible={v} in flight={nv}")
+    early_kept = v + nv == 1
+    checks.check(early_kept and first_outcome in ("Early", "(not in the captured log)"),
+                 "the early OrderPaid was reported as a batch item failure (Early) and kept in the queue",
+                 f"outcome {first_outcome}, messages left in the queue: {v + nv}")
+    item = get_order(ddb, table, "ord-2003")
+    checks.check(item is None, "the early OrderPaid did not create ord-2003 (no predecessor yet)",
+                 f"item: {item}")
+    time.sleep(args.early_gap)
+
+    # 2. The main stream.
+    step("sending the main stream")
+    bodies = []
+    # ord-2003's predecessor, several seconds after the early event was received.
+    bodies.append(body(event("ord-2003", 1, "OrderPlaced")))
+    # ord-2001: in order, with OrderPaid published twice (two messageIds, same body).
+    o1 = plan.lifecycle("ord-2001", 4)
+    bodies += [body(o1[0]), body(o1[1]), body(o1[1]), body(o1[2]), body(o1[3])]
+    # ord-2002: the whole lifecycle reversed, in one SendMessageBatch.
+    bodies += [body(e) for e in reversed(plan.lifecycle("ord-2002", 4))]
+    # ord-2004: placed and cancelled.
+    o4 = plan.lifecycle("ord-2004", 0, cancel_at=1)
+    bodies += [body(e) for e in o4]
+    # The poison message: not JSON.
+    bodies.append(plan.poison)
+    # Bulk: 12 orders of random length, some cancelled, shuffled together, a
+    # fifth of the events published twice. Cancellations come right after
+    # OrderPlaced: a cancellation after OrderPaid may legally arrive first and
+    # supersede the payment (Stale), which would make the expected history
+    # depend on timing.
+    bulk = []
+    for k in range(12):
+        order = f"ord-{2100 + k}"
+        if rng.random() < 0.25:
+            evs = plan.lifecycle(order, 0, cancel_at=1)
+        else:
+            evs = plan.lifecycle(order, rng.choice([2, 3, 4, 4]))
+        for e in evs:
+            bulk.append(body(e))
+            if rng.random() < 0.2:
+                bulk.append(body(e))
+    rng.shuffle(bulk)
+    bodies += bulk
+    send_bodies(sqs, qurl, bodies, plan)
+    say(f"     sent {len(plan.sent)} messages so far ({len(bulk)} shuffled bulk events of 12 orders)")
+
+    # 3. After ord-2001 and ord-2004 are settled: identical re-sends and illegal events.
+    def settled(order):
+        def probe():
+            it = get_order(ddb, table, order)
+            st = plan.expect[order]
+            got = (it or {}).get("status", {}).get("S"), int((it or {}).get("last_event_seq", {}).get("N", 0))
+            return got == (st[0], st[1]), f"{order} is {got}"
+        return probe
+    wait_until("ord-2001 to reach DELIVERED", args.drain_timeout, settled("ord-2001"))
+    wait_until("ord-2004 to reach CANCELLED", args.drain_timeout, settled("ord-2004"))
+    step("ord-2001 DELIVERED and ord-2004 CANCELLED: sending identical re-sends and illegal events")
+    late = [
+        body(o1[3]),   # identical re-send of the last applied event: Duplicate
+        body(o1[1]),   # identical re-send of an older event: Stale
+        body(event("ord-2001", 5, "OrderPlaced", event_id="evt-2001-placed-again")),  # Rejected
+        body(event("ord-2004", 3, "OrderShipped")),  # shipping a cancelled order: Rejected
+    ]
+    plan.rejected = 2
+    send_bodies(sqs, qurl, late, plan)
+
+    # 4. Wait for the queue to drain: every message deleted or moved to the DLQ.
+    step(f"waiting (at most {args.drain_timeout}s) for the queue to drain; the poison message needs "
+         f"{params['MaxReceiveCount']} receives x {params['QueueVisibilityTimeout']}s visibility")
+    stable = {"n": 0}
+
+    def drained():
+        v, nv, d = queue_counts(sqs, qurl)
+        dv, dnv, _ = queue_counts(sqs, dlq_url)
+        stable["n"] = stable["n"] + 1 if v + nv + d == 0 else 0
+        return stable["n"] >= 2, f"queue visible={v} in flight={nv} delayed={d}; dlq={dv + dnv}"
+    wait_until("the queue to drain", args.drain_timeout, drained, interval=2)
+    drain_s = time.monotonic() - t_start
+    step(f"queue drained {drain_s:.0f}s after the first message")
+
+    # 5. Assertions.
+    say("")
+    say("e2e: checks")
+    n_sent = len(plan.sent)
+    counts = Counter(plan.sent)
+    extra_copies = sum(n - 1 for b, n in counts.items() if b != plan.poison)
+
+    # Table.
+    items = {}
+    kwargs = {"TableName": table, "ConsistentRead": True}
+    while True:
+        resp = ddb.scan(**kwargs)
+        for it in resp["Items"]:
+            items[it["order_id"]["S"]] = it
+        if "LastEvaluatedKey" not in resp:
+            break
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    checks.check(set(items) == set(plan.expect),
+                 f"the table holds exactly the {len(plan.expect)} orders sent",
+                 f"missing {sorted(set(plan.expect) - set(items))}, unexpected {sorted(set(items) - set(plan.expect))}")
+    for order in sorted(plan.expect):
+        status, seq, hist = plan.expect[order]
+        it = items.get(order, {})
+        got_status = it.get("status", {}).get("S")
+        got_seq = int(it.get("last_event_seq", {}).get("N", 0)) if it else None
+        got_hist = [x.get("S") for x in it.get("history", {}).get("L", [])]
+        checks.check((got_status, got_seq) == (status, seq),
+                     f"{order}: status {status}, last_event_seq {seq}",
+                     f"got status {got_status}, last_event_seq {got_seq}")
+        checks.check(got_hist == hist and len(set(got_hist)) == len(got_hist),
+                     f"{order}: history is {hist} (each transition applied once, in seq order)",
+                     f"got history {got_hist}")
+
+    # DLQ.
+    dlq_msgs = []
+    for _ in range(5):
+        r = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=60,
+                                AttributeNames=["All"], WaitTimeSeconds=0)
+        got = r.get("Messages", [])
+        if not got:
+            break
+        dlq_msgs += got
+    dlq_bodies = [m["Body"] for m in dlq_msgs]
+    checks.check(dlq_bodies == [plan.poison],
+                 "the DLQ holds the poison message, and only it",
+                 f"DLQ bodies: {[b[:80] for b in dlq_bodies]}")
+    if dlq_msgs:
+        rc = dlq_msgs[0].get("Attributes", {}).get("ApproximateReceiveCount")
+        say(f"        (its ApproximateReceiveCount, this ReceiveMessage included: {rc})")
+
+    # Function logs.
+    lines = function_log_lines(logs, group)
+    docs = parse_json_lines(lines)
+    emf = [d for d in docs if isinstance(d.get("_aws"), dict) and "CloudWatchMetrics" in d["_aws"]]
+    checks.check(len(emf) > 0, f"the function's logs ({group}) contain EMF metric lines",
+                 f"{len(lines)} log lines, none with _aws.CloudWatchMetrics")
+    totals = Counter()
+    for d in emf:
+        for k in ("Applied", "Duplicate", "Stale", "Rejected", "Early", "Conflict", "Invalid",
+                  "Failed", "NotAttempted", "BatchSize"):
+            if isinstance(d.get(k), int):
+                totals[k] += d[k]
+    say(f"        EMF totals over {len(emf)} invocations: " + ", ".join(f"{k}={totals[k]}" for k in sorted(totals)))
+    # MiniStack reads the function's stdout through a pipe and stops collecting
+    # an invocation's lines 5 ms after the last one (250 ms at most). Under CPU
+    # load it can miss lines, which then belong to no invocation. Each
+    # invocation writes exactly one EMF line and MiniStack writes one REPORT
+    # line per invocation, so the totals are exact when the counts match, and
+    # only lower bounds otherwise.
+    n_inv = sum(1 for line in lines if line.startswith("REPORT RequestId:"))
+    complete = len(emf) == n_inv
+    if not complete:
+        say(f"        note: MiniStack captured the EMF line of {len(emf)} of {n_inv} invocations "
+            f"(its log capture is lossy under load): metric totals are checked as upper bounds")
+    same = (lambda got, want: got == want) if complete else (lambda got, want: got <= want)
+    rel = "=" if complete else "<="
+    checks.check(same(totals["Applied"], plan.applied_total()),
+                 f"EMF: Applied {rel} {plan.applied_total()} (every transition applied exactly once)",
+                 f"Applied = {totals['Applied']}")
+    checks.check(same(totals["Duplicate"] + totals["Stale"], extra_copies),
+                 f"EMF: Duplicate + Stale {rel} {extra_copies} (every repeated message acknowledged, none applied)",
+                 f"Duplicate = {totals['Duplicate']}, Stale = {totals['Stale']}")
+    checks.check(same(totals["Rejected"], plan.rejected),
+                 f"EMF: Rejected {rel} {plan.rejected} (a second OrderPlaced, OrderShipped on a cancelled order)",
+                 f"Rejected = {totals['Rejected']}")
+    checks.check(same(totals["Invalid"], params["MaxReceiveCount"]),
+                 f"EMF: Invalid {rel} {params['MaxReceiveCount']} (the poison message, once per receive, "
+                 f"until MaxReceiveCount moved it to the DLQ)",
+                 f"Invalid = {totals['Invalid']}")
+    checks.check((totals["BatchSize"] >= n_sent or not complete) and all(d.get("BatchSize", 0) <= 10 for d in emf),
+                 f"EMF: at most 10 records per batch" + (f", every message reached the function (BatchSize total >= {n_sent} sent)" if complete else ""),
+                 f"BatchSize total {totals['BatchSize']}, max {max((d.get('BatchSize', 0) for d in emf), default=0)}")
+
+    # The early event: returned to SQS, redelivered, then applied.
+    outcomes = defaultdict(list)
+    for d in docs:
+        eid, oc = find_key(d, "event_id"), find_key(d, "outcome")
+        if eid and oc:
+            outcomes[eid].append(str(oc))
+    early_seen = outcomes.get("evt-2003-2", [])
+    ord2003 = [x.get("S") for x in items.get("ord-2003", {}).get("history", {}).get("L", [])]
+    checks.check(early_kept and "evt-2003-2" in ord2003 and early_seen.count("Applied") <= 1,
+                 "the early OrderPaid was redelivered after the visibility timeout and applied once",
+                 f"kept in the queue after its first delivery: {early_kept}; ord-2003 history {ord2003}; "
+                 f"its outcomes in the logs: {early_seen}")
+    say(f"        evt-2003-2 outcomes in order: {early_seen}")
+
+    # The environment the function's process really got (Linux /proc).
+    if args.ministack_pid:
+        envs = bootstrap_environments(args.ministack_pid)
+        want = {"TABLE_NAME": table, "AWS_ENDPOINT_URL": args.endpoint, "AWS_REGION": REGION}
+        bad = [(pid, {k: e.get(k) for k in want}) for pid, e in envs if any(e.get(k) != v for k, v in want.items())]
+        checks.check(envs and not bad,
+                     f"the function's {len(envs)} bootstrap process(es) run with TABLE_NAME from the stack and "
+                     f"AWS_ENDPOINT_URL={args.endpoint}",
+                     f"found {len(envs)} bootstrap processes; mismatches: {bad}")
+        if args.auth == "true":
+            keys = sorted({e.get("AWS_ACCESS_KEY_ID", "")[:4] for _, e in envs})
+            checks.check(envs and keys == ["ASIA"],
+                         "the function ran with its execution role's session credentials "
+                         "(AUTH=true: its DynamoDB calls were checked against the template's role policy)",
+                         f"access key prefixes seen: {keys}")
+        if envs:
+            e = envs[0][1]
+            say("        bootstrap env: " + " ".join(
+                f"{k}={e.get(k)}" for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "TABLE_NAME",
+                                            "AWS_ACCESS_KEY_ID", "AWS_LAMBDA_FUNCTION_NAME",
+                                            "AWS_LAMBDA_RUNTIME_API", "AWS_CONFIG_FILE")))
+    say(f"        {n_sent} messages sent ({extra_copies} repeats, {plan.rejected} illegal, 1 poison); "
+        f"{len(plan.expect)} orders; drained in {drain_s:.0f}s")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    h = sub.add_parser("wait-healthy")
+    h.add_argument("--endpoint", required=True)
+    h.add_argument("--timeout", type=float, default=60)
+    r = sub.add_parser("run")
+    r.add_argument("--endpoint", required=True)
+    r.add_argument("--template", required=True)
+    r.add_argument("--zip", required=True)
+    r.add_argument("--function-timeout", type=int, default=3)
+    r.add_argument("--deadline-margin-ms", type=int, default=1000)
+    r.add_argument("--deploy-timeout", type=int, default=180)
+    r.add_argument("--drain-timeout", type=int, default=300)
+    r.add_argument("--early-gap", type=float, default=3.0,
+                   help="seconds between the early event's first receive and sending its predecessor")
+    r.add_argument("--seed", type=int, default=8)
+    r.add_argument("--keep-stack", action="store_true")
+    r.add_argument("--auth", default="false", help="whether MiniStack runs with AUTH=true (IAM enforced)")
+    r.add_argument("--ministack-pid", type=int, default=0,
+                   help="check the environment of the function processes below this pid")
+    a = p.parse_args()
+    if a.cmd == "wait-healthy":
+        return wait_healthy(a.endpoint, a.timeout)
+    return run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
