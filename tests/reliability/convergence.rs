@@ -1,0 +1,189 @@
+//! Property 1: Convergence. Random valid event streams for many orders, random
+//! duplicates (same and new messageId), shuffled, random batch sizes, 1 to 3
+//! concurrent function processes, random lost responses (whole-batch
+//! redeliveries), driven through the SQS simulator until the queue drains.
+//! Then the table must hold each order's events applied once, in seq order,
+//! the DLQ must be empty, and no message may have been deleted before its
+//! effect was committed.
+//!
+//! `PROPTEST_CASES` (default 12) and `RELIABILITY_MAX_ORDERS` (default 8)
+//! scale it; failing cases are kept in `convergence.proptest-regressions`
+//! and replayed first on every run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest::test_runner::{TestCaseError, TestRunner};
+
+use crate::harness::{Harness, proptest_config, runtime};
+use crate::model::{Lifecycle, Order, Workload, ack_audit};
+use crate::sqs::{DrainOpts, Pick, Queue, QueueConfig, drain};
+use crate::util::{Rng, env_usize};
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// (lifecycle, first seq, seq stride) per order.
+    pub orders: Vec<(Lifecycle, u64, u64)>,
+    pub dup_rate: f64,
+    pub batch_size: usize,
+    pub functions: usize,
+    pub lose_response: f64,
+    pub window: Option<usize>,
+    pub seed: u64,
+}
+
+pub fn case_strategy(lifecycles: Vec<Lifecycle>, max_orders: usize) -> impl Strategy<Value = Case> {
+    let order = (proptest::sample::select(lifecycles), 1u64..4, 1u64..4);
+    (
+        proptest::collection::vec(order, 1..=max_orders),
+        0.0f64..0.6,
+        1usize..=10,
+        1usize..=3,
+        prop_oneof![Just(0.0f64), 0.0f64..0.25],
+        proptest::option::of(1usize..20),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(orders, dup_rate, batch_size, functions, lose_response, window, seed)| Case {
+                orders,
+                dup_rate,
+                batch_size,
+                functions,
+                lose_response,
+                window,
+                seed,
+            },
+        )
+}
+
+static CASE_NO: AtomicU64 = AtomicU64::new(0);
+
+/// Run one case against already running environments; order ids are unique
+/// per case, so cases share the table without interfering.
+pub async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
+    let prefix = format!("c{}", CASE_NO.fetch_add(1, Ordering::SeqCst));
+    let workload = Workload {
+        orders: case
+            .orders
+            .iter()
+            .enumerate()
+            .map(|(i, &(lc, start, stride))| Order::new(format!("{prefix}-{i}"), lc, start, stride))
+            .collect(),
+    };
+    let queue = Queue::new(QueueConfig {
+        // High enough that no valid event can legitimately run out of
+        // receives: anything in the DLQ is a consumer failure.
+        max_receive_count: 50,
+        redelivery_delay: Duration::from_millis(5),
+        pick: case.window.map_or(Pick::Random, Pick::Window),
+        seed: case.seed,
+    });
+    let mut rng = Rng::new(case.seed);
+    let sent = workload.send_all(&queue, case.dup_rate, &mut rng);
+    let (audit, acked_uncommitted) = ack_audit(&h.db);
+    let functions = &h.envs[..case.functions.min(h.envs.len())];
+    drain(
+        &queue,
+        functions,
+        DrainOpts {
+            batch_size: case.batch_size,
+            timeout: Duration::from_secs(30),
+            max_invocations: 5_000,
+            max_wall: Duration::from_secs(90),
+            lose_response: case.lose_response,
+            audit: Some(audit),
+            stop_at_bound: false,
+        },
+    )
+    .await
+    .map_err(TestCaseError::fail)?;
+
+    let table = h.db.scan().await;
+    let mut problems = workload.violations(&table);
+    problems.extend(acked_uncommitted.lock().unwrap().iter().cloned());
+    let dlq = queue.dlq();
+    if !dlq.is_empty() {
+        problems.push(format!(
+            "{} message(s) in the DLQ: {:?}",
+            dlq.len(),
+            dlq.iter().map(|m| &m.body).collect::<Vec<_>>()
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(TestCaseError::fail(format!(
+            "{} problem(s):\n  {}\nqueue: {}",
+            problems.len(),
+            problems.join("\n  "),
+            queue.stats.summary()
+        )));
+    }
+    Ok(format!("{sent} messages; {}", queue.stats.summary()))
+}
+
+/// Drive proptest over `lifecycles` with `cases` cases by default.
+pub fn check_convergence(source_file: &'static str, lifecycles: &[Lifecycle], cases: u32) {
+    let rt = runtime();
+    let h = rt.block_on(Harness::start(3, 7, |c| c));
+    let max_orders = env_usize("RELIABILITY_MAX_ORDERS", 8);
+    let mut runner = TestRunner::new(proptest_config(source_file, cases));
+    let result = runner.run(&case_strategy(lifecycles.to_vec(), max_orders), |case| {
+        let summary = rt.block_on(run_case(&h, &case))?;
+        println!(
+            "case ok: {} orders, batch {}, {} fn(s): {summary}",
+            case.orders.len(),
+            case.batch_size,
+            case.functions
+        );
+        Ok(())
+    });
+    if let Err(e) = result {
+        rt.block_on(h.stop());
+        panic!("{e}");
+    }
+    rt.block_on(h.finish("convergence"));
+}
+
+#[test]
+fn every_order_converges_to_its_events_applied_once_in_seq_order() {
+    check_convergence(file!(), &Lifecycle::ORDER_INDEPENDENT, 12);
+}
+
+/// Sequence numbers are u64: beyond 2^53 a float anywhere on the path
+/// (JSON parsing, the DynamoDB number, the snapshot read back) would make
+/// neighbours equal and break the seq check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequence_numbers_beyond_2_pow_53_keep_their_order() {
+    let h = Harness::start(2, 12, |c| c).await;
+    let w = Workload {
+        orders: [(1u64 << 53) - 1, 1 << 60, u64::MAX - 3]
+            .into_iter()
+            .enumerate()
+            .map(|(i, start)| Order::new(format!("bigseq-{i}"), Lifecycle::Delivered, start, 1))
+            .collect(),
+    };
+    let queue = Queue::new(QueueConfig::default());
+    let mut rng = Rng::new(12);
+    w.send_all(&queue, 0.5, &mut rng);
+    let (audit, acked_uncommitted) = ack_audit(&h.db);
+    drain(
+        &queue,
+        &h.envs,
+        DrainOpts {
+            batch_size: 2,
+            audit: Some(audit),
+            max_wall: Duration::from_secs(60),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    h.finish("bigseq").await;
+    crate::model::assert_no_violations("acknowledged-but-not-committed", &acked_uncommitted);
+    w.assert_converged(&h.db).await;
+    assert!(
+        queue.dlq().is_empty(),
+        "DLQ: {:?}",
+        queue.dlq().iter().map(|m| &m.body).collect::<Vec<_>>()
+    );
+}

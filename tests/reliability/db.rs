@@ -1,0 +1,131 @@
+//! The real local DynamoDB: an in-process dynoxide server on 127.0.0.1:0
+//! (the function reaches it over HTTP, usually through the fault proxy), and
+//! the test's own direct client for reading the table back.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::AttributeValue;
+use order_consumer::store;
+
+/// What the tests read back from one order item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub status: String,
+    /// As stored (DynamoDB numbers are decimal strings).
+    pub last_event_seq: String,
+    pub last_event_id: String,
+    pub history: Vec<String>,
+}
+
+pub struct Db {
+    /// http://127.0.0.1:port of dynoxide itself.
+    pub url: String,
+    pub client: Client,
+    pub table: String,
+}
+
+static TABLES: AtomicU64 = AtomicU64::new(0);
+
+impl Db {
+    /// Start dynoxide in this process and create a fresh orders table.
+    pub async fn start() -> Db {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let db = dynoxide::Database::memory().expect("in-memory dynoxide");
+        tokio::spawn(dynoxide::server::serve_on(listener, db));
+        let url = format!("http://{addr}");
+        let client = client_for(&url);
+        let table = format!(
+            "orders-reliability-{}-{}",
+            std::process::id(),
+            TABLES.fetch_add(1, Ordering::Relaxed)
+        );
+        store::create_table(&client, &table)
+            .await
+            .expect("create table");
+        Db { url, client, table }
+    }
+
+    pub async fn item(&self, order_id: &str) -> Option<Item> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("order_id", AttributeValue::S(order_id.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("GetItem (direct to dynoxide)");
+        out.item.map(|i| to_item(&i))
+    }
+
+    /// Every item, keyed by order_id (paginated scan).
+    pub async fn scan(&self) -> HashMap<String, Item> {
+        let mut out = HashMap::new();
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .expect("Scan (direct to dynoxide)");
+            for i in page.items.unwrap_or_default() {
+                let id = match i.get("order_id") {
+                    Some(AttributeValue::S(s)) => s.clone(),
+                    other => panic!("item without order_id: {other:?}"),
+                };
+                out.insert(id, to_item(&i));
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return out,
+            }
+        }
+    }
+}
+
+/// The test's own client: direct to dynoxide, generous retries (it must
+/// never be the thing that fails).
+pub fn client_for(endpoint: &str) -> Client {
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        .endpoint_url(endpoint)
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(5))
+        .build();
+    Client::from_conf(conf)
+}
+
+fn to_item(i: &HashMap<String, AttributeValue>) -> Item {
+    let s = |k: &str| match i.get(k) {
+        Some(AttributeValue::S(v)) => v.clone(),
+        other => panic!("attribute {k}: {other:?}"),
+    };
+    let n = |k: &str| match i.get(k) {
+        Some(AttributeValue::N(v)) => v.clone(),
+        other => panic!("attribute {k}: {other:?}"),
+    };
+    let history = match i.get("history") {
+        Some(AttributeValue::L(l)) => l
+            .iter()
+            .map(|v| v.as_s().cloned().expect("history entries are strings"))
+            .collect(),
+        other => panic!("history: {other:?}"),
+    };
+    Item {
+        status: s("status"),
+        last_event_seq: n("last_event_seq"),
+        last_event_id: s("last_event_id"),
+        history,
+    }
+}

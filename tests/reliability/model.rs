@@ -1,0 +1,339 @@
+//! The workload (orders, their valid event streams, duplicate deliveries) and
+//! the oracle: what the table must hold once the queue has drained.
+//!
+//! The property, per order: each of its events applied exactly once, in seq
+//! order. So `history` (the list of applied eventIds) equals the order's
+//! eventIds in seq order, `last_event_seq` is its last seq and `status` the
+//! status its last event leads to.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::db::{Db, Item};
+use crate::sqs::{Audit, Queue, Settled};
+use crate::util::Rng;
+
+/// The valid event streams an order can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lifecycle {
+    /// Placed → Paid → Shipped → Delivered.
+    Delivered,
+    /// Still in progress: Placed; Placed → Paid; Placed → Paid → Shipped.
+    Placed,
+    Paid,
+    Shipped,
+    /// Placed → Cancelled.
+    CancelledUnpaid,
+    /// Placed → Paid → Cancelled. See `known_bugs.rs`: a cancellation that
+    /// overtakes the payment is applied and the payment is then dropped as
+    /// Stale, so this lifecycle is kept out of the default workloads.
+    CancelledAfterPayment,
+}
+
+impl Lifecycle {
+    /// Every lifecycle whose outcome does not depend on delivery order with
+    /// the current implementation.
+    pub const ORDER_INDEPENDENT: [Lifecycle; 5] = [
+        Lifecycle::Delivered,
+        Lifecycle::Placed,
+        Lifecycle::Paid,
+        Lifecycle::Shipped,
+        Lifecycle::CancelledUnpaid,
+    ];
+
+    pub fn kinds(self) -> &'static [&'static str] {
+        match self {
+            Lifecycle::Delivered => &["OrderPlaced", "OrderPaid", "OrderShipped", "OrderDelivered"],
+            Lifecycle::Placed => &["OrderPlaced"],
+            Lifecycle::Paid => &["OrderPlaced", "OrderPaid"],
+            Lifecycle::Shipped => &["OrderPlaced", "OrderPaid", "OrderShipped"],
+            Lifecycle::CancelledUnpaid => &["OrderPlaced", "OrderCancelled"],
+            Lifecycle::CancelledAfterPayment => &["OrderPlaced", "OrderPaid", "OrderCancelled"],
+        }
+    }
+}
+
+pub fn target_status(kind: &str) -> &'static str {
+    match kind {
+        "OrderPlaced" => "PLACED",
+        "OrderPaid" => "PAID",
+        "OrderShipped" => "SHIPPED",
+        "OrderDelivered" => "DELIVERED",
+        "OrderCancelled" => "CANCELLED",
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub order_id: String,
+    pub event_id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    /// The exact body: every copy of this event carries these bytes.
+    pub body: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Order {
+    pub order_id: String,
+    pub events: Vec<Event>,
+}
+
+/// An event body as a producer sends it.
+pub fn body(order_id: &str, event_id: &str, seq: u64, kind: &str, amount: u64) -> String {
+    let data = match kind {
+        "OrderPlaced" => {
+            json!({"customerId": format!("cust-{order_id}"), "amount": amount, "currency": "INR"})
+        }
+        "OrderPaid" => {
+            json!({"paymentId": format!("pay-{event_id}"), "amount": amount, "currency": "INR"})
+        }
+        "OrderShipped" => json!({"carrier": "BlueDart", "trackingId": format!("BD-{event_id}")}),
+        "OrderCancelled" => json!({"reason": "customer request"}),
+        _ => json!({}),
+    };
+    json!({"eventId": event_id, "orderId": order_id, "seq": seq, "type": kind,
+           "occurredAt": "2026-11-29T10:15:00Z", "data": data})
+    .to_string()
+}
+
+impl Order {
+    /// `seq_start`/`seq_stride` > 1 leave gaps, which the contract allows.
+    pub fn new(order_id: String, lifecycle: Lifecycle, seq_start: u64, seq_stride: u64) -> Order {
+        let amount = 100 + (order_id.len() as u64 * 7919) % 100_000;
+        let events = lifecycle
+            .kinds()
+            .iter()
+            .enumerate()
+            .map(|(i, &kind)| {
+                let seq = seq_start + i as u64 * seq_stride.max(1);
+                let event_id = format!("evt-{order_id}-{seq}");
+                Event {
+                    body: body(&order_id, &event_id, seq, kind, amount),
+                    order_id: order_id.clone(),
+                    event_id,
+                    seq,
+                    kind,
+                }
+            })
+            .collect();
+        Order { order_id, events }
+    }
+
+    pub fn expected(&self) -> Item {
+        let last = self.events.last().unwrap();
+        Item {
+            status: target_status(last.kind).to_owned(),
+            last_event_seq: last.seq.to_string(),
+            last_event_id: last.event_id.clone(),
+            history: self.events.iter().map(|e| e.event_id.clone()).collect(),
+        }
+    }
+}
+
+/// A set of orders and the index the audits need.
+#[derive(Debug, Clone, Default)]
+pub struct Workload {
+    pub orders: Vec<Order>,
+}
+
+impl Workload {
+    /// `n` orders named `{prefix}-{i}`, lifecycles drawn from `mix`.
+    pub fn random(prefix: &str, n: usize, mix: &[Lifecycle], rng: &mut Rng) -> Workload {
+        let orders = (0..n)
+            .map(|i| {
+                let lc = mix[rng.below(mix.len())];
+                let stride = if rng.chance(0.3) { rng.range(2, 5) } else { 1 };
+                Order::new(format!("{prefix}-{i}"), lc, rng.range(1, 3), stride)
+            })
+            .collect();
+        Workload { orders }
+    }
+
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.orders.iter().flat_map(|o| o.events.iter())
+    }
+
+    /// Send every event once, in a shuffled order, plus duplicates: with
+    /// probability `dup_rate` an event gets a second copy, half of them with
+    /// the same SQS messageId (redelivery), half with a new one (the
+    /// producer re-published it). Returns the number of messages sent.
+    pub fn send_all(&self, queue: &Queue, dup_rate: f64, rng: &mut Rng) -> usize {
+        let mut sends: Vec<(&Event, bool)> = Vec::new();
+        for e in self.events() {
+            sends.push((e, false));
+            if rng.chance(dup_rate) {
+                sends.push((e, true));
+            }
+        }
+        rng.shuffle(&mut sends);
+        let mut ids: HashMap<&str, String> = HashMap::new();
+        let mut n = 0;
+        // Originals first get their messageIds, so a same-id copy can reuse one.
+        let mut copies = Vec::new();
+        for (e, is_copy) in sends {
+            if is_copy {
+                copies.push(e);
+                continue;
+            }
+            ids.insert(e.event_id.as_str(), queue.send(e.body.clone(), None));
+            n += 1;
+        }
+        for e in copies {
+            let same_id = rng.chance(0.5);
+            queue.send(
+                e.body.clone(),
+                same_id.then(|| ids[e.event_id.as_str()].clone()),
+            );
+            n += 1;
+        }
+        n
+    }
+
+    /// Compare the table with the oracle. Returns every violation found.
+    pub fn violations(&self, table: &HashMap<String, Item>) -> Vec<String> {
+        let mut v = Vec::new();
+        let known: HashSet<&str> = self.orders.iter().map(|o| o.order_id.as_str()).collect();
+        for o in &self.orders {
+            let exp = o.expected();
+            let Some(got) = table.get(&o.order_id) else {
+                v.push(format!("{}: missing from the table (lost)", o.order_id));
+                continue;
+            };
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for h in &got.history {
+                *counts.entry(h.as_str()).or_default() += 1;
+            }
+            for (id, c) in &counts {
+                if *c > 1 {
+                    v.push(format!(
+                        "{}: {id} applied {c} times (history {:?})",
+                        o.order_id, got.history
+                    ));
+                }
+            }
+            for id in counts.keys() {
+                if !o.events.iter().any(|e| e.event_id == *id) {
+                    v.push(format!(
+                        "{}: unknown event {id} in history {:?}",
+                        o.order_id, got.history
+                    ));
+                }
+            }
+            for e in &o.events {
+                if !counts.contains_key(e.event_id.as_str()) {
+                    v.push(format!(
+                        "{}: {} ({} seq {}) never applied (history {:?})",
+                        o.order_id, e.event_id, e.kind, e.seq, got.history
+                    ));
+                }
+            }
+            if got.history != exp.history
+                && counts.values().all(|c| *c == 1)
+                && counts.len() == exp.history.len()
+            {
+                v.push(format!(
+                    "{}: applied out of seq order: {:?}, expected {:?}",
+                    o.order_id, got.history, exp.history
+                ));
+            }
+            if got.status != exp.status
+                || got.last_event_seq != exp.last_event_seq
+                || got.last_event_id != exp.last_event_id
+            {
+                v.push(format!(
+                    "{}: final state {}/seq {}/{}, expected {}/seq {}/{}",
+                    o.order_id,
+                    got.status,
+                    got.last_event_seq,
+                    got.last_event_id,
+                    exp.status,
+                    exp.last_event_seq,
+                    exp.last_event_id
+                ));
+            }
+        }
+        // Items of this workload's prefixes that it never produced.
+        let prefixes: HashSet<&str> = self
+            .orders
+            .iter()
+            .filter_map(|o| o.order_id.rsplit_once('-').map(|(p, _)| p))
+            .collect();
+        for id in table.keys() {
+            let ours = id
+                .rsplit_once('-')
+                .is_some_and(|(p, _)| prefixes.contains(p));
+            if ours && !known.contains(id.as_str()) {
+                v.push(format!("{id}: unexpected item"));
+            }
+        }
+        v
+    }
+
+    /// Assert the table matches the oracle, showing the first violations.
+    pub async fn assert_converged(&self, db: &Db) {
+        let table = db.scan().await;
+        let v = self.violations(&table);
+        assert!(
+            v.is_empty(),
+            "{} violation(s) of 'each event applied once, in seq order':\n  {}",
+            v.len(),
+            v.iter().take(25).cloned().collect::<Vec<_>>().join("\n  ")
+        );
+    }
+}
+
+/// The ack-time audit: every message the ESM deletes must have its effect
+/// committed *at that moment*, i.e. its eventId must already be in its
+/// order's history (for the valid streams used here, Duplicate and Stale
+/// both mean "this very event is already applied"). Violations are
+/// collected, not panicked on, so the test can report all of them.
+pub fn ack_audit(db: &Arc<Db>) -> (Audit, Arc<Mutex<Vec<String>>>) {
+    let violations: Arc<Mutex<Vec<String>>> = Default::default();
+    let (db, out) = (db.clone(), violations.clone());
+    let audit: Audit = Arc::new(move |settled: Settled| {
+        let (db, out) = (db.clone(), out.clone());
+        let fut: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            for (message_id, body) in settled.deleted {
+                let Ok(v) = serde_json::from_str::<Value>(&body) else {
+                    out.lock()
+                        .unwrap()
+                        .push(format!("{message_id}: deleted, but its body is not JSON"));
+                    continue;
+                };
+                let (Some(order), Some(event)) = (
+                    v.get("orderId").and_then(Value::as_str),
+                    v.get("eventId").and_then(Value::as_str),
+                ) else {
+                    out.lock().unwrap().push(format!(
+                        "{message_id}: deleted, but its body is not an event"
+                    ));
+                    continue;
+                };
+                let history = db.item(order).await.map(|i| i.history).unwrap_or_default();
+                if !history.iter().any(|h| h == event) {
+                    out.lock().unwrap().push(format!(
+                        "{message_id} ({event} of {order}) was acknowledged but is not committed: history {history:?}"
+                    ));
+                }
+            }
+        });
+        fut
+    });
+    (audit, violations)
+}
+
+pub fn assert_no_violations(what: &str, v: &Mutex<Vec<String>>) {
+    let v = v.lock().unwrap();
+    assert!(
+        v.is_empty(),
+        "{} {what} violation(s):\n  {}",
+        v.len(),
+        v.iter().take(25).cloned().collect::<Vec<_>>().join("\n  ")
+    );
+}

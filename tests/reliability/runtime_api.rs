@@ -1,0 +1,226 @@
+//! A Lambda Runtime API emulator: what one execution environment's runtime
+//! talks to. The function binary long-polls `GET /2018-06-01/runtime/invocation/next`,
+//! gets the event with the `Lambda-Runtime-*` headers, and answers with
+//! `POST .../invocation/{id}/response` or `.../invocation/{id}/error`; a
+//! failed cold start posts `/2018-06-01/runtime/init/error`.
+//!
+//! One emulator serves one process (Lambda runs one invocation at a time per
+//! environment). It listens on 127.0.0.1:0 and is torn down with the process.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::http1::{self, Reader};
+use crate::util::epoch_ms;
+
+pub const FUNCTION_ARN: &str =
+    "arn:aws:lambda:us-east-1:111122223333:function:order-consumer-reliability";
+
+/// What the runtime said about one invocation.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// `POST .../response`: the body, and when it arrived (epoch ms).
+    Response { body: Vec<u8>, at_ms: u64 },
+    /// `POST .../error`.
+    Error {
+        error_type: String,
+        error_message: String,
+        at_ms: u64,
+    },
+}
+
+pub struct Invocation {
+    pub request_id: String,
+    pub payload: Arc<Vec<u8>>,
+    pub deadline_ms: u64,
+    pub reply: oneshot::Sender<Reply>,
+}
+
+struct Shared {
+    next: Mutex<mpsc::Receiver<Invocation>>,
+    inflight: std::sync::Mutex<HashMap<String, oneshot::Sender<Reply>>>,
+    init_error: std::sync::Mutex<Option<String>>,
+}
+
+pub struct RuntimeApi {
+    pub addr: std::net::SocketAddr,
+    tx: mpsc::Sender<Invocation>,
+    shared: Arc<Shared>,
+    server: JoinHandle<()>,
+    conns: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
+}
+
+static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
+
+pub fn new_request_id() -> String {
+    let n = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        std::process::id(),
+        (n >> 48) & 0xffff,
+        (n >> 36) & 0xfff,
+        (n >> 24) & 0xfff,
+        n & 0xffff_ffff_ffff
+    )
+}
+
+impl RuntimeApi {
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind runtime API");
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel(16);
+        let shared = Arc::new(Shared {
+            next: Mutex::new(rx),
+            inflight: Default::default(),
+            init_error: Default::default(),
+        });
+        let conns: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>> = Default::default();
+        let (s, c) = (shared.clone(), conns.clone());
+        let server = tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                let _ = sock.set_nodelay(true);
+                let s = s.clone();
+                let h = tokio::spawn(serve_conn(sock, s));
+                let mut c = c.lock().unwrap();
+                c.retain(|h| !h.is_finished());
+                c.push(h);
+            }
+        });
+        RuntimeApi {
+            addr,
+            tx,
+            shared,
+            server,
+            conns,
+        }
+    }
+
+    /// Queue an invocation for the runtime's next poll.
+    pub async fn submit(&self, inv: Invocation) {
+        // The receiver lives as long as `self`.
+        let _ = self.tx.send(inv).await;
+    }
+
+    pub fn init_error(&self) -> Option<String> {
+        self.shared.init_error.lock().unwrap().clone()
+    }
+}
+
+impl Drop for RuntimeApi {
+    fn drop(&mut self) {
+        self.server.abort();
+        for h in self.conns.lock().unwrap().drain(..) {
+            h.abort();
+        }
+    }
+}
+
+async fn serve_conn(sock: tokio::net::TcpStream, shared: Arc<Shared>) {
+    let (r, mut w) = sock.into_split();
+    let mut reader = Reader::new(r);
+    while let Ok(Some(req)) = reader.read_message().await {
+        let (method, path) = req.request_line();
+        let path = path.to_owned();
+        let out = match (method, path.as_str()) {
+            ("GET", "/2018-06-01/runtime/invocation/next") => {
+                let inv = {
+                    let mut next = shared.next.lock().await;
+                    next.recv().await
+                };
+                let Some(inv) = inv else { return };
+                shared
+                    .inflight
+                    .lock()
+                    .unwrap()
+                    .insert(inv.request_id.clone(), inv.reply);
+                http1::response(
+                    200,
+                    "OK",
+                    &[
+                        ("Content-Type", "application/json".into()),
+                        ("Lambda-Runtime-Aws-Request-Id", inv.request_id.clone()),
+                        ("Lambda-Runtime-Deadline-Ms", inv.deadline_ms.to_string()),
+                        ("Lambda-Runtime-Invoked-Function-Arn", FUNCTION_ARN.into()),
+                        (
+                            "Lambda-Runtime-Trace-Id",
+                            format!(
+                                "Root=1-{:08x}-{:0>24};Parent=53995c3f42cd8ad8;Sampled=0",
+                                epoch_ms() / 1000,
+                                inv.request_id
+                                    .replace('-', "")
+                                    .chars()
+                                    .rev()
+                                    .take(24)
+                                    .collect::<String>()
+                            ),
+                        ),
+                    ],
+                    &inv.payload,
+                )
+            }
+            ("POST", "/2018-06-01/runtime/init/error") => {
+                let v: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                *shared.init_error.lock().unwrap() = Some(format!(
+                    "{}: {}",
+                    req.header("lambda-runtime-function-error-type")
+                        .unwrap_or("?"),
+                    v.get("errorMessage").and_then(Value::as_str).unwrap_or("")
+                ));
+                accepted()
+            }
+            ("POST", p) if p.starts_with("/2018-06-01/runtime/invocation/") => {
+                let rest = &p["/2018-06-01/runtime/invocation/".len()..];
+                let (id, kind) = rest.split_once('/').unwrap_or((rest, ""));
+                let sender = shared.inflight.lock().unwrap().remove(id);
+                match (sender, kind) {
+                    (Some(tx), "response") => {
+                        let _ = tx.send(Reply::Response {
+                            body: req.body.clone(),
+                            at_ms: epoch_ms(),
+                        });
+                        accepted()
+                    }
+                    (Some(tx), "error") => {
+                        let v: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                        let field =
+                            |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                        let _ = tx.send(Reply::Error {
+                            error_type: field("errorType"),
+                            error_message: field("errorMessage"),
+                            at_ms: epoch_ms(),
+                        });
+                        accepted()
+                    }
+                    // Not in flight: a late answer after a timeout.
+                    _ => http1::response(
+                        400,
+                        "Bad Request",
+                        &[("Content-Type", "application/json".into())],
+                        br#"{"errorMessage":"Invalid request ID","errorType":"InvalidRequestID"}"#,
+                    ),
+                }
+            }
+            _ => http1::response(404, "Not Found", &[], b""),
+        };
+        if http1::write_all(&mut w, &out).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn accepted() -> Vec<u8> {
+    http1::response(
+        202,
+        "Accepted",
+        &[("Content-Type", "application/json".into())],
+        br#"{"status":"OK"}"#,
+    )
+}
