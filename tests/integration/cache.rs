@@ -4,7 +4,6 @@
 //! settles anything DynamoDB has not confirmed.
 
 use order_consumer::domain::Outcome;
-use order_consumer::store::OrderStore;
 use serde_json::Value;
 
 use crate::support::*;
@@ -104,14 +103,7 @@ async fn what_dynamodb_refused_to_apply_is_never_cached_as_done() {
     );
 
     // A write that failed (DynamoDB unreachable) leaves no trace either.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let offline = consumer_with(
-        OrderStore::new(client_for(&format!("http://127.0.0.1:{port}")), "orders"),
-        &[],
-    );
+    let offline = unreachable_consumer();
     let placed = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")]);
     let (report, _) = offline.handle_batch(&placed, far_deadline()).await;
     assert!(matches!(report.records[0].outcome, Outcome::Failed(_)));

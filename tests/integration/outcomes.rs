@@ -287,16 +287,7 @@ async fn missing_table_fails_the_invocation() {
 
 #[tokio::test]
 async fn unreachable_dynamodb_is_a_network_failure() {
-    // A port nobody listens on: bind, learn the port, close.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let store = order_consumer::store::OrderStore::new(
-        client_for(&format!("http://127.0.0.1:{port}")),
-        "orders",
-    );
-    let c = consumer_with(store, &[]);
+    let c = unreachable_consumer();
     let event = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")]);
     let (report, response) = c.handle_batch(&event, far_deadline()).await;
     assert_eq!(

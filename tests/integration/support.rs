@@ -61,6 +61,17 @@ pub fn client_for(endpoint: &str) -> Client {
     Client::from_conf(conf)
 }
 
+/// A consumer whose DynamoDB endpoint is a local port nobody listens on
+/// (bound, read, closed): every request fails to connect.
+pub fn unreachable_consumer() -> Consumer {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let client = client_for(&format!("http://127.0.0.1:{port}"));
+    consumer_with(OrderStore::new(client, "orders"), &[])
+}
+
 /// Start an in-process dynoxide server on an ephemeral port; returns its URL.
 pub async fn start_dynoxide() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
