@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, Span, field};
 
 use crate::cache::{Committed, DedupeCache};
-use crate::domain::{Outcome, Skip, classify_refusal};
+use crate::domain::{OrderSnapshot, Outcome, Skip, classify_refusal, rejection_spends_seq};
 use crate::error::StoreError;
 use crate::event::{OrderEvent, ParseError, parse_body};
 use crate::store::{OrderStore, Write};
@@ -298,25 +298,63 @@ impl GroupCtx<'_> {
         if self.cache.capacity() > 0 {
             self.misses.fetch_add(1, Ordering::Relaxed);
         }
+        let refused = match self.write(ev, self.store.apply(ev)).await {
+            Ok(None) => return Outcome::Applied,
+            Ok(Some(current)) => current,
+            Err(failed) => return failed,
+        };
+        let outcome = classify_refusal(ev, refused.as_ref());
+        let Some(observed) = refused.filter(|cur| {
+            matches!(outcome, Outcome::Rejected { .. }) && rejection_spends_seq(ev, cur)
+        }) else {
+            return outcome;
+        };
+        // A rejected next event is acknowledged only once its seq is spent,
+        // or the events after it would wait for it forever.
+        match self
+            .write(ev, self.store.record_rejection(ev, &observed))
+            .await
+        {
+            Ok(None) => outcome,
+            // The order moved on meanwhile (most likely another invocation
+            // recorded this very rejection): classify what is there now.
+            Ok(Some(current)) => match classify_refusal(ev, current.as_ref()) {
+                again @ Outcome::Rejected { .. } => {
+                    tracing::warn!(detail = %again, "rejection could not be recorded; retrying later");
+                    Outcome::Failed(StoreError::InconsistentRefusal)
+                }
+                other => other,
+            },
+            Err(failed) => failed,
+        }
+    }
+
+    /// Send one conditional write, bounded by the cutoff. `Ok(None)`: it
+    /// committed; `Ok(Some(item))`: its condition failed against `item`. The
+    /// cache learns only what DynamoDB confirmed.
+    async fn write(
+        &self,
+        ev: &OrderEvent,
+        request: impl Future<Output = Result<Write, StoreError>>,
+    ) -> Result<Option<Option<OrderSnapshot>>, Outcome> {
         // Past the cutoff we stop waiting; the write may still commit, which
         // is fine: the record is reported failed, and its redelivery will be
         // classified as Duplicate.
-        match tokio::time::timeout_at(self.cutoff, self.store.apply(ev)).await {
-            Err(_elapsed) => Outcome::Failed(StoreError::DeadlineExceeded),
+        match tokio::time::timeout_at(self.cutoff, request).await {
+            Err(_elapsed) => Err(Outcome::Failed(StoreError::DeadlineExceeded)),
             Ok(Ok(Write::Applied)) => {
-                // Only what DynamoDB confirmed goes into the cache.
                 self.cache
                     .record(ev.order_id.as_str(), Committed::of_event(ev));
-                Outcome::Applied
+                Ok(None)
             }
             Ok(Ok(Write::Refused(current))) => {
                 if let Some(item) = &current {
                     self.cache
                         .record(ev.order_id.as_str(), Committed::of_snapshot(item));
                 }
-                classify_refusal(ev, current.as_ref())
+                Ok(Some(current))
             }
-            Ok(Err(e)) => Outcome::Failed(e),
+            Ok(Err(e)) => Err(Outcome::Failed(e)),
         }
     }
 }

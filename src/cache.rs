@@ -5,11 +5,12 @@
 //! It is an optimisation, never the guarantee. It only ever answers
 //! Duplicate or Stale, and it is filled only from what DynamoDB confirmed (a
 //! write that committed, or the item a refused condition returned), so it can
-//! only acknowledge an event whose effect, or a newer one, is committed.
-//! Why that is safe: an order's `last_event_seq` only grows (every write is
-//! conditional on `last_event_seq < :seq`), so "seq below a committed seq"
-//! stays true forever, and a committed (seq, eventId, hash) is never replaced
-//! by different content under the same seq. Anything the cache cannot prove
+//! only acknowledge an event that DynamoDB has already processed. Why that
+//! is safe: an order's `last_event_seq` only grows (every write is
+//! conditional on `last_event_seq = :seq - 1`), seqs are contiguous, so every
+//! seq at or below a committed one was processed in its turn; and a
+//! committed (seq, eventId, hash) is never replaced by different content
+//! under the same seq. Anything the cache cannot prove
 //! goes to DynamoDB, whose condition decides.
 
 use std::collections::{HashMap, VecDeque};

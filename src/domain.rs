@@ -40,29 +40,12 @@ impl Status {
         }
     }
 
-    /// Can an order in `self` still get to `target` through one or more
-    /// legal transitions? Derived from [`EventKind::requires`], never listed
-    /// by hand, so adding a transition cannot leave this out of date.
-    pub fn can_reach(self, target: Status) -> bool {
-        let mut seen = vec![self];
-        let mut frontier = vec![self];
-        while let Some(s) = frontier.pop() {
-            for kind in EventKind::ALL {
-                if let Requires::StatusIn(from) = kind.requires()
-                    && from.contains(&s)
-                {
-                    let next = kind.target();
-                    if next == target {
-                        return true;
-                    }
-                    if !seen.contains(&next) {
-                        seen.push(next);
-                        frontier.push(next);
-                    }
-                }
-            }
-        }
-        false
+    /// No event can ever apply to an order in this status. Derived from
+    /// [`EventKind::requires`].
+    pub fn is_terminal(self) -> bool {
+        !EventKind::ALL
+            .into_iter()
+            .any(|kind| matches!(kind.requires(), Requires::StatusIn(from) if from.contains(&self)))
     }
 }
 
@@ -148,8 +131,8 @@ pub enum Outcome {
         current: Option<Status>,
         event: EventKind,
     },
-    /// The order is not yet in a status this event needs, but can still get
-    /// there (its predecessor has not been applied yet): retry later.
+    /// An event before this one (a lower seq, or the order's OrderPlaced)
+    /// has not been processed yet: retry later.
     Early {
         current: Option<Status>,
         event: EventKind,
@@ -246,8 +229,14 @@ impl std::fmt::Display for Outcome {
 
 /// DynamoDB refused the conditional write for `event`; `current` is the item
 /// the condition was evaluated against (None: no item). Decide what that
-/// means. Sequence first: a superseded or repeated seq is settled by the
-/// sequence alone, whatever the status.
+/// means.
+///
+/// Sequence numbers are contiguous per order: an event applies only when it
+/// is the order's next one (`last_event_seq = seq - 1`), so every seq at or
+/// below `last_event_seq` was processed (applied, or rejected and recorded by
+/// [`rejection_spends_seq`]). That is what makes acknowledging Stale safe: a
+/// superseded event is one whose turn has passed, never one whose effect was
+/// skipped because a later event overtook it.
 pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> Outcome {
     let kind = event.kind();
     let Some(cur) = current else {
@@ -264,6 +253,8 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
         };
     };
 
+    // Sequence first: a processed seq is settled by the sequence alone,
+    // whatever the status.
     let seq = event.seq.get();
     if seq < cur.last_event_seq {
         return Outcome::Stale {
@@ -279,30 +270,47 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
             Outcome::Duplicate
         };
     }
-    match kind.requires() {
-        Requires::Absent => Outcome::Rejected {
+    let legal_now = match kind.requires() {
+        Requires::Absent => false,
+        Requires::StatusIn(from) => from.contains(&cur.status),
+    };
+    let rejected = Outcome::Rejected {
+        current: Some(cur.status),
+        event: kind,
+    };
+    if seq == cur.last_event_seq + 1 {
+        // Its turn. Nothing can change the status before it, so an illegal
+        // transition stays illegal forever.
+        return if legal_now {
+            // The condition should have held; the item changed between the
+            // evaluation and what we were shown. Retry and look again.
+            Outcome::Failed(StoreError::InconsistentRefusal)
+        } else {
+            rejected
+        };
+    }
+    // A gap: a predecessor has not been processed yet. Wait for it (Early),
+    // unless the order is in a status from which no event can ever apply.
+    // Deciding "rejected" at a gap would be premature otherwise: the
+    // predecessors may move the order on, and this event must spend its seq
+    // in turn so that its successors are not held up.
+    if cur.status.is_terminal() {
+        rejected
+    } else {
+        Outcome::Early {
             current: Some(cur.status),
             event: kind,
-        },
-        // The condition should have held; the item changed between the
-        // evaluation and what we were shown. Retry and look again.
-        Requires::StatusIn(from) if from.contains(&cur.status) => {
-            Outcome::Failed(StoreError::InconsistentRefusal)
-        }
-        Requires::StatusIn(from) => {
-            if from.iter().any(|&needed| cur.status.can_reach(needed)) {
-                Outcome::Early {
-                    current: Some(cur.status),
-                    event: kind,
-                }
-            } else {
-                Outcome::Rejected {
-                    current: Some(cur.status),
-                    event: kind,
-                }
-            }
         }
     }
+}
+
+/// Must a Rejected `event` be recorded on the order before it is
+/// acknowledged? Yes when it is the order's next event: its seq is then
+/// spent (stored as `last_event_seq`), so that the events after it are not
+/// held up waiting for a predecessor that will never apply. A rejection at a
+/// gap (only possible in a terminal status) changes nothing that matters.
+pub fn rejection_spends_seq(event: &OrderEvent, current: &OrderSnapshot) -> bool {
+    event.seq.get() == current.last_event_seq.saturating_add(1)
 }
 
 #[cfg(test)]
@@ -334,22 +342,13 @@ mod tests {
     }
 
     #[test]
-    fn reachability_is_derived_from_the_transition_table() {
+    fn terminal_statuses_are_derived_from_the_transition_table() {
         use Status::*;
-        assert!(Placed.can_reach(Paid));
-        assert!(Placed.can_reach(Delivered));
-        assert!(Placed.can_reach(Cancelled));
-        assert!(Paid.can_reach(Cancelled));
-        assert!(!Shipped.can_reach(Cancelled));
-        assert!(!Paid.can_reach(Placed));
         for s in [Delivered, Cancelled] {
-            for t in Status::ALL {
-                assert!(!s.can_reach(t), "{s} is terminal");
-            }
+            assert!(s.is_terminal(), "{s}");
         }
-        // No status reaches itself: the machine has no cycles.
-        for s in Status::ALL {
-            assert!(!s.can_reach(s));
+        for s in [Placed, Paid, Shipped] {
+            assert!(!s.is_terminal(), "{s}");
         }
     }
 
@@ -433,6 +432,63 @@ mod tests {
                 event: EventKind::Cancelled
             }
         ));
+    }
+
+    #[test]
+    fn a_gap_is_early_even_when_the_transition_is_legal_now() {
+        // BUG-1 of the reliability suite: Placed(1), then Cancelled(3) while
+        // Paid(2) is still on its way. PLACED may be cancelled, but the
+        // cancellation must wait for the payment, or the payment is lost.
+        let placed = event("OrderPlaced", 1, "e1");
+        let cur = snap(Status::Placed, 1, &placed);
+        assert_eq!(
+            classify_refusal(&event("OrderCancelled", 3, "e3"), Some(&cur)),
+            Outcome::Early {
+                current: Some(Status::Placed),
+                event: EventKind::Cancelled
+            }
+        );
+        // Also when it will be rejected in its turn: it must wait to spend
+        // its seq in order.
+        assert_eq!(
+            classify_refusal(&event("OrderPlaced", 3, "again"), Some(&cur)),
+            Outcome::Early {
+                current: Some(Status::Placed),
+                event: EventKind::Placed
+            }
+        );
+    }
+
+    #[test]
+    fn the_next_event_is_rejected_when_illegal_and_spends_its_seq() {
+        let placed = event("OrderPlaced", 1, "e1");
+        let cur = snap(Status::Placed, 1, &placed);
+        for (k, kind) in [
+            ("OrderShipped", EventKind::Shipped),
+            ("OrderDelivered", EventKind::Delivered),
+            ("OrderPlaced", EventKind::Placed),
+        ] {
+            let ev = event(k, 2, "next");
+            assert_eq!(
+                classify_refusal(&ev, Some(&cur)),
+                Outcome::Rejected {
+                    current: Some(Status::Placed),
+                    event: kind
+                },
+                "{k}"
+            );
+            assert!(rejection_spends_seq(&ev, &cur));
+        }
+        // A legal next event that was refused anyway: the item changed under
+        // us; retry rather than guess.
+        assert_eq!(
+            classify_refusal(&event("OrderPaid", 2, "e2"), Some(&cur)),
+            Outcome::Failed(StoreError::InconsistentRefusal)
+        );
+        // Rejections at a gap (terminal status) spend nothing.
+        let cancelled = event("OrderCancelled", 2, "c");
+        let cur = snap(Status::Cancelled, 2, &cancelled);
+        assert!(!rejection_spends_seq(&event("OrderShipped", 7, "x"), &cur));
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //!   partial-batch response.
 //! - [`cache`]: the warm-container dedupe cache, which settles proven
 //!   duplicates and stale events with no DynamoDB request.
+//! - [`sqs`]: the SQS event as read from the Runtime API, strictly (the
+//!   event and each record must be JSON objects).
 //! - [`metrics`]: the per-invocation CloudWatch EMF line.
 //! - [`config`]: environment configuration, read once per cold start.
 //! - [`Consumer`] (here): the Lambda handler tying them together.
@@ -30,6 +32,7 @@ pub mod domain;
 pub mod error;
 pub mod event;
 pub mod metrics;
+pub mod sqs;
 pub mod store;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};

@@ -1,10 +1,10 @@
 //! Lambda bootstrap: configuration, telemetry and the DynamoDB client are set
 //! up once per cold start; each invocation only runs the batch.
 
-use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use order_consumer::Consumer;
 use order_consumer::config::Config;
+use order_consumer::sqs::SqsInput;
 use order_consumer::store::{self, OrderStore};
 
 #[tokio::main]
@@ -32,8 +32,12 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     tracing::info!(table = %config.table_name, max_concurrency = config.max_concurrency, "cold start");
     let consumer = Consumer::new(OrderStore::new(client, config.table_name.clone()), config);
 
-    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
+    // `SqsInput`: an event or record that is not a JSON object fails the
+    // invocation (the whole batch returns to the queue) instead of being
+    // read as a record with an invented messageId.
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsInput>| {
         let consumer = &consumer;
+        let event = LambdaEvent::new(event.payload.into_inner(), event.context);
         async move { consumer.handle(event).await }
     }))
     .await

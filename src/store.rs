@@ -2,7 +2,8 @@
 //! expressions or touches SDK types.
 //!
 //! One event = one `UpdateItem`. Its ConditionExpression is the state-machine
-//! guard from [`EventKind::requires`] plus `last_event_seq < :seq`, and it asks
+//! guard from [`EventKind::requires`] plus `last_event_seq = :prev` (the event
+//! is the order's next one: seqs are contiguous per order), and it asks
 //! for `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition
 //! fails DynamoDB returns the item it checked, so the refusal is classified
 //! from the very state that caused it, with no second read (which could see a
@@ -85,7 +86,57 @@ impl OrderStore {
 
     /// Apply `event` with a single conditional UpdateItem.
     pub async fn apply(&self, event: &OrderEvent) -> Result<Write, StoreError> {
-        match self.update_request(event).send().await {
+        Self::send(self.update_request(event)).await
+    }
+
+    /// Record that `event`, the order's next event, was rejected: spend its
+    /// seq (so the events after it can apply) without touching the status or
+    /// the order's data. `observed` is the item the rejection was decided
+    /// from; the write is conditional on it being unchanged, so a concurrent
+    /// change is classified again instead of overwritten.
+    pub async fn record_rejection(
+        &self,
+        event: &OrderEvent,
+        observed: &OrderSnapshot,
+    ) -> Result<Write, StoreError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: u64| AttributeValue::N(v.to_string());
+        let values = HashMap::from([
+            (":observed".to_owned(), s(observed.status.as_str())),
+            (":prev".to_owned(), n(observed.last_event_seq)),
+            (":seq".to_owned(), n(event.seq.get())),
+            (":eid".to_owned(), s(event.event_id.as_str())),
+            (":type".to_owned(), s(event.kind().as_str())),
+            (":hash".to_owned(), s(&event.content_hash())),
+            (":now".to_owned(), s(&rfc3339(SystemTime::now()))),
+            (":nil".to_owned(), AttributeValue::L(vec![])),
+            (
+                ":eidl".to_owned(),
+                AttributeValue::L(vec![s(event.event_id.as_str())]),
+            ),
+        ]);
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(event.order_id.as_str()))
+            // `last_event_*` describe the last event *processed*; `history`
+            // stays the list of applied events and `rejected_events` gets
+            // this one, so an audit can tell them apart.
+            .update_expression(
+                "SET last_event_seq = :seq, last_event_id = :eid, last_event_type = :type, \
+                 event_hash = :hash, updated_at = :now, \
+                 rejected_events = list_append(if_not_exists(rejected_events, :nil), :eidl)",
+            )
+            .condition_expression("#st = :observed AND last_event_seq = :prev")
+            .expression_attribute_names("#st", "status")
+            .set_expression_attribute_values(Some(values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        Self::send(request).await
+    }
+
+    async fn send(request: UpdateItemFluentBuilder) -> Result<Write, StoreError> {
+        match request.send().await {
             Ok(_) => Ok(Write::Applied),
             Err(err) => match classify_sdk_error(err) {
                 Refusal::Condition(item) => item
@@ -126,7 +177,11 @@ impl OrderStore {
                         name
                     })
                     .collect();
-                format!("#st IN ({}) AND last_event_seq < :seq", names.join(", "))
+                // Contiguous seqs: only the order's next event may apply. A
+                // lower seq is a redelivery (or superseded); a higher one
+                // must wait for its predecessors (see `classify_refusal`).
+                put(":prev", n(event.seq.get().saturating_sub(1)));
+                format!("#st IN ({}) AND last_event_seq = :prev", names.join(", "))
             }
         };
 

@@ -126,6 +126,11 @@ async fn rejected_is_acknowledged_and_counted() {
     assert!(failed.is_empty(), "rejected events are acknowledged");
     assert_eq!(db.status("ord-1").await.as_deref(), Some("CANCELLED"));
     assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
+    // Each was the order's next event, so each spent its seq before being
+    // acknowledged.
+    assert_eq!(db.rejected("ord-1").await, ["e3", "e4"]);
+    let item = db.item("ord-1").await.expect("item");
+    assert_eq!(s(&item, "last_event_seq"), "4");
     let counts = order_consumer::metrics::OutcomeCounts::tally(report.outcomes());
     assert_eq!(counts.get("Rejected"), 2);
 }
@@ -301,23 +306,97 @@ async fn unreachable_dynamodb_is_a_network_failure() {
 }
 
 #[tokio::test]
-async fn a_superseded_event_is_stale_even_when_its_transition_is_legal() {
-    // Placed(1), then Paid(3). A Cancelled(2) that arrives late would pass the
-    // status guard (PAID may be cancelled); only `last_event_seq < :seq`
-    // stops it from undoing the newer state.
+async fn a_cancellation_cannot_overtake_the_payment() {
+    // Placed(1), Paid(2), Cancelled(3), with Cancelled(3) delivered while
+    // Paid(2) is still being retried. PLACED may be cancelled, so a guard of
+    // `last_event_seq < :seq` would apply the cancellation, and the payment
+    // would then be "stale" and lost. Contiguous seqs make it wait.
     let db = TestDb::new().await;
     let c = db.consumer();
-    run(
+    run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")])).await;
+    let cancel = batch(vec![record(
+        "cancel",
+        &body("ord-1", 3, "OrderCancelled", "e3").to_string(),
+    )]);
+    let (report, failed) = run(&c, &cancel).await;
+    assert_eq!(
+        report.records[0].outcome,
+        Outcome::Early {
+            current: Some(Status::Placed),
+            event: EventKind::Cancelled
+        }
+    );
+    assert_eq!(failed, ["cancel"]);
+    assert_eq!(db.status("ord-1").await.as_deref(), Some("PLACED"));
+
+    let (report, _) = run(&c, &batch_of(&[body("ord-1", 2, "OrderPaid", "e2")])).await;
+    assert_eq!(labels(&report), ["Applied"]);
+    let (report, failed) = run(&c, &cancel).await;
+    assert_eq!(labels(&report), ["Applied"]);
+    assert!(failed.is_empty());
+    assert_eq!(db.history("ord-1").await, ["e1", "e2", "e3"]);
+    let item = db.item("ord-1").await.expect("item");
+    assert_eq!(s(&item, "status"), "CANCELLED");
+    assert_eq!(
+        s(&item, "payment_id"),
+        "pay-1",
+        "the payment is on the order"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_event_spends_its_seq_so_the_next_one_applies() {
+    // A producer bug: the order is placed twice (seq 2 is a second
+    // OrderPlaced). It is rejected, and Paid(3) must not wait for a seq 2
+    // that will never apply.
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let (report, failed) = run(
         &c,
         &batch_of(&[
             body("ord-1", 1, "OrderPlaced", "e1"),
+            body("ord-1", 2, "OrderPlaced", "e2"),
             body("ord-1", 3, "OrderPaid", "e3"),
         ]),
     )
     .await;
-    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderCancelled", "e2")])).await;
-    assert_eq!(report.records[0].outcome, Outcome::Stale { last_seq: 3 });
+    assert_eq!(labels(&report), ["Applied", "Rejected", "Applied"]);
     assert!(failed.is_empty());
-    assert_eq!(db.status("ord-1").await.as_deref(), Some("PAID"));
     assert_eq!(db.history("ord-1").await, ["e1", "e3"]);
+    assert_eq!(db.rejected("ord-1").await, ["e2"]);
+
+    // Its redelivery finds seq 2 spent: Stale, acknowledged, nothing written.
+    let before = db.item("ord-1").await;
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderPlaced", "e2")])).await;
+    assert_eq!(labels(&report), ["Stale"]);
+    assert!(failed.is_empty());
+    assert_eq!(db.item("ord-1").await, before);
+}
+
+#[tokio::test]
+async fn a_gap_waits_even_for_an_event_that_will_be_rejected() {
+    // Placed(1), then a second OrderPlaced at seq 3 while seq 2 is missing:
+    // it is Early (retried), not Rejected at once, because it must spend
+    // seq 3 in its turn for Paid(4) to apply later.
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    run(&c, &batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")])).await;
+    let (report, _) = run(&c, &batch_of(&[body("ord-1", 3, "OrderPlaced", "e3")])).await;
+    assert_eq!(labels(&report), ["Early"]);
+    let (report, failed) = run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 4, "OrderPaid", "e4"),
+            body("ord-1", 3, "OrderPlaced", "e3"),
+            body("ord-1", 2, "OrderCancelled", "e2"),
+        ]),
+    )
+    .await;
+    // Labels are in arrival order; the batch applies in seq order:
+    // Cancelled(2) applies, then Placed(3) and Paid(4) are rejected (a
+    // cancelled order can be neither placed nor paid) and spend their seqs.
+    assert_eq!(labels(&report), ["Rejected", "Rejected", "Applied"]);
+    assert!(failed.is_empty());
+    assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
+    assert_eq!(db.rejected("ord-1").await, ["e3", "e4"]);
 }

@@ -168,14 +168,23 @@ impl TestDb {
 
     /// The eventIds applied to an order, in the order they were applied.
     pub async fn history(&self, order_id: &str) -> Vec<String> {
+        self.id_list(order_id, "history").await
+    }
+
+    /// The eventIds rejected on an order that spent their seq.
+    pub async fn rejected(&self, order_id: &str) -> Vec<String> {
+        self.id_list(order_id, "rejected_events").await
+    }
+
+    async fn id_list(&self, order_id: &str, attribute: &str) -> Vec<String> {
         match self
             .item(order_id)
             .await
-            .and_then(|i| i.get("history").cloned())
+            .and_then(|i| i.get(attribute).cloned())
         {
             Some(AttributeValue::L(l)) => l
                 .into_iter()
-                .map(|v| v.as_s().cloned().expect("history entries are strings"))
+                .map(|v| v.as_s().cloned().expect("eventIds are strings"))
                 .collect(),
             _ => vec![],
         }

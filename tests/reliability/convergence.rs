@@ -23,8 +23,8 @@ use crate::util::{Rng, env_usize};
 
 #[derive(Debug, Clone)]
 pub struct Case {
-    /// (lifecycle, first seq, seq stride) per order.
-    pub orders: Vec<(Lifecycle, u64, u64)>,
+    /// (lifecycle, first seq) per order.
+    pub orders: Vec<(Lifecycle, u64)>,
     pub dup_rate: f64,
     pub batch_size: usize,
     pub functions: usize,
@@ -34,7 +34,7 @@ pub struct Case {
 }
 
 pub fn case_strategy(lifecycles: Vec<Lifecycle>, max_orders: usize) -> impl Strategy<Value = Case> {
-    let order = (proptest::sample::select(lifecycles), 1u64..4, 1u64..4);
+    let order = (proptest::sample::select(lifecycles), 1u64..4);
     (
         proptest::collection::vec(order, 1..=max_orders),
         0.0f64..0.6,
@@ -68,7 +68,7 @@ pub async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError>
             .orders
             .iter()
             .enumerate()
-            .map(|(i, &(lc, start, stride))| Order::new(format!("{prefix}-{i}"), lc, start, stride))
+            .map(|(i, &(lc, start))| Order::new(format!("{prefix}-{i}"), lc, start))
             .collect(),
     };
     let queue = Queue::new(QueueConfig {
@@ -146,7 +146,7 @@ pub fn check_convergence(source_file: &'static str, lifecycles: &[Lifecycle], ca
 
 #[test]
 fn every_order_converges_to_its_events_applied_once_in_seq_order() {
-    check_convergence(file!(), &Lifecycle::ORDER_INDEPENDENT, 12);
+    check_convergence(file!(), &Lifecycle::ALL, 12);
 }
 
 /// Sequence numbers are u64: beyond 2^53 a float anywhere on the path
@@ -159,7 +159,7 @@ async fn sequence_numbers_beyond_2_pow_53_keep_their_order() {
         orders: [(1u64 << 53) - 1, 1 << 60, u64::MAX - 3]
             .into_iter()
             .enumerate()
-            .map(|(i, start)| Order::new(format!("bigseq-{i}"), Lifecycle::Delivered, start, 1))
+            .map(|(i, start)| Order::new(format!("bigseq-{i}"), Lifecycle::Delivered, start))
             .collect(),
     };
     let queue = Queue::new(QueueConfig::default());
@@ -186,4 +186,46 @@ async fn sequence_numbers_beyond_2_pow_53_keep_their_order() {
         "DLQ: {:?}",
         queue.dlq().iter().map(|m| &m.body).collect::<Vec<_>>()
     );
+}
+
+/// BUG-1, found by the convergence property when this lifecycle was allowed:
+/// Placed(1) → Paid(2) → Cancelled(3), with Cancelled(3) delivered while
+/// Paid(2) is still being retried. The order is PLACED, which may be
+/// cancelled, so a `last_event_seq < :seq` guard applied the cancellation;
+/// Paid(2) then counted as Stale and was acknowledged: a paid order whose
+/// payment was never recorded. With contiguous seqs the cancellation is
+/// Early until the payment has applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancellation_delivered_before_the_payment_waits_for_it() {
+    let h = Harness::start(1, 1, |c| c).await;
+    let order = Order::new("bug1-0".into(), Lifecycle::CancelledAfterPayment, 1);
+    let workload = Workload {
+        orders: vec![order.clone()],
+    };
+    let queue = Queue::new(QueueConfig::default());
+    let (audit, acked_uncommitted) = ack_audit(&h.db);
+    let opts = DrainOpts {
+        audit: Some(audit),
+        max_wall: Duration::from_secs(30),
+        ..Default::default()
+    };
+    // Placed(1) is applied. Then Cancelled(3) gets one invocation of its
+    // own while Paid(2) is still with the producer (a retry, a slow
+    // publisher); then Paid(2) is sent and the queue drains.
+    queue.send(order.events[0].body.clone(), None);
+    drain(&queue, &h.envs, opts.clone()).await.unwrap();
+    queue.send(order.events[2].body.clone(), None);
+    let one = DrainOpts {
+        batch_size: 1,
+        max_invocations: 1,
+        stop_at_bound: true,
+        ..opts.clone()
+    };
+    drain(&queue, &h.envs, one).await.unwrap();
+    queue.send(order.events[1].body.clone(), None);
+    drain(&queue, &h.envs, opts).await.unwrap();
+    h.finish("bug1").await;
+    crate::model::assert_no_violations("acknowledged-but-not-committed", &acked_uncommitted);
+    workload.assert_converged(&h.db).await;
+    assert!(queue.dlq().is_empty());
 }

@@ -36,7 +36,7 @@ fn failures(body: &[u8]) -> HashSet<String> {
 fn orders(prefix: &str, n: usize) -> Workload {
     Workload {
         orders: (0..n)
-            .map(|i| Order::new(format!("{prefix}-{i}"), Lifecycle::Placed, 1, 1))
+            .map(|i| Order::new(format!("{prefix}-{i}"), Lifecycle::Placed, 1))
             .collect(),
     }
 }

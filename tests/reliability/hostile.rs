@@ -672,7 +672,7 @@ async fn a_batch_of_10000_records_completes() {
     // bodies: 10,000 records, shuffled, in one invocation.
     let w = Workload {
         orders: (0..2000)
-            .map(|i| Order::new(format!("big-{i}"), Lifecycle::Delivered, 1, 1))
+            .map(|i| Order::new(format!("big-{i}"), Lifecycle::Delivered, 1))
             .collect(),
     };
     let mut bodies: Vec<(String, bool)> = w.events().map(|e| (e.body.clone(), true)).collect();

@@ -32,7 +32,7 @@ async fn sustained_load_loses_nothing_and_applies_nothing_twice() {
     let orders = (n * 4 / 5).div_ceil(4);
     let w = Workload {
         orders: (0..orders)
-            .map(|i| Order::new(format!("load-{i}"), Lifecycle::Delivered, 1, 1))
+            .map(|i| Order::new(format!("load-{i}"), Lifecycle::Delivered, 1))
             .collect(),
     };
     let events: Vec<_> = w.events().collect();

@@ -5,14 +5,14 @@
 //! front and a fault-injecting TCP proxy between the function and DynamoDB.
 //!
 //! Needs `target/release/order-consumer` (or `ORDER_CONSUMER_BIN`):
-//! `cargo build --release --bin order-consumer`. See README-section.md.
+//! `cargo build --release --bin order-consumer`. See README.md, RELIABILITY.
 //!
 //! Harness: `runtime_api` (Lambda Runtime API emulator), `function` (the
 //! binary as an execution environment), `sqs` (queue + event source
 //! mapping), `proxy` (faults), `db` (dynoxide), `model` (workloads and the
 //! oracle), `naive` (a check-then-act consumer the assertions must catch).
 //! Tests: `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
-//! `hostile`, `load`, and `known_bugs` (ignored until fixed).
+//! `hostile`, `load`.
 
 mod db;
 mod function;
@@ -31,5 +31,4 @@ mod crash;
 mod deadline;
 mod faults;
 mod hostile;
-mod known_bugs;
 mod load;

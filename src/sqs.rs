@@ -1,0 +1,114 @@
+//! The SQS event as the handler accepts it from the Runtime API.
+//!
+//! `aws_lambda_events::SqsEvent` derives `Deserialize`, and serde's derived
+//! struct deserializer also accepts a JSON *array* of the fields in
+//! declaration order. So `{"Records": [["abc"]]}` reads as one record whose
+//! `messageId` is `"abc"` and whose body is missing. The handler would then
+//! report a batch item failure for an id SQS never issued, which the event
+//! source mapping cannot match to a message. Lambda never sends that shape;
+//! [`SqsInput`] refuses it, so the invocation fails with a clear error and
+//! the whole batch goes back to the queue (nothing is acknowledged).
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+/// An [`SqsEvent`] read strictly: the event and each record must be JSON
+/// objects. Everything inside a record is read exactly as `SqsEvent` reads it.
+#[derive(Debug, Clone, Default)]
+pub struct SqsInput(pub SqsEvent);
+
+impl SqsInput {
+    pub fn into_inner(self) -> SqsEvent {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for SqsInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(rename = "Records")]
+            records: Vec<Object<SqsMessage>>,
+        }
+        let raw = Object::<Raw>::deserialize(deserializer)?.0;
+        // `SqsEvent` is `#[non_exhaustive]`: start from its default.
+        let mut event = SqsEvent::default();
+        event.records = raw.records.into_iter().map(|r| r.0).collect();
+        Ok(SqsInput(event))
+    }
+}
+
+/// `T`, deserialized only from a map (a JSON object), never from a sequence.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OnlyMaps<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for OnlyMaps<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+
+        deserializer
+            .deserialize_map(OnlyMaps(PhantomData))
+            .map(Object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<SqsEvent, serde_json::Error> {
+        serde_json::from_str::<SqsInput>(json).map(SqsInput::into_inner)
+    }
+
+    #[test]
+    fn a_real_event_reads_as_sqs_event_does() {
+        let json = std::fs::read_to_string("events/01-happy-path.json").expect("sample event");
+        let strict = read(&json).expect("strict read");
+        let plain: SqsEvent = serde_json::from_str(&json).expect("plain read");
+        assert_eq!(strict, plain);
+        assert!(!strict.records.is_empty());
+    }
+
+    #[test]
+    fn a_record_that_is_an_array_is_refused() {
+        // The derived deserializer would take "abc" as the messageId.
+        let plain: SqsEvent = serde_json::from_str(r#"{"Records":[["abc"]]}"#).expect("lenient");
+        assert_eq!(plain.records[0].message_id.as_deref(), Some("abc"));
+
+        let err = read(r#"{"Records":[["abc"]]}"#).expect_err("must refuse");
+        assert!(err.to_string().contains("a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn an_event_that_is_an_array_is_refused() {
+        let err = read(r#"[[{"messageId":"m1","body":"{}"}]]"#).expect_err("must refuse");
+        assert!(err.to_string().contains("a JSON object"), "{err}");
+        assert!(read(r#"{"Records":[null]}"#).is_err());
+        assert!(read(r#"{}"#).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_and_empty_batches_are_fine() {
+        let event = read(r#"{"Records":[],"extra":1}"#).expect("empty batch");
+        assert!(event.records.is_empty());
+        let event =
+            read(r#"{"Records":[{"messageId":"m1","body":"x","future":{"a":[1]}}]}"#).expect("ok");
+        assert_eq!(event.records[0].message_id.as_deref(), Some("m1"));
+    }
+}
