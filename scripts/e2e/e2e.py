@@ -129,6 +129,7 @@ class Plan:
         self.expect = {}
         self.sent = []          # every body sent, in order (for the totals)
         self.rejected = 0       # events that can never apply (acknowledged, Rejected)
+        self.expect_rejected = {}  # order -> [eventIds rejected in their turn]
         self.poison = f"this is not JSON: poison message {seed} {{"
 
     def lifecycle(self, order, n, cancel_at=None):
@@ -536,6 +537,12 @@ def run_scenario(c, out, params, args, checks):
         body(event("ord-2004", 3, "OrderShipped")),  # shipping a cancelled order: Rejected
     ]
     plan.rejected = 2
+    # Each rejected event is its order's next one, so it spends its seq:
+    # last_event_seq moves to it, status and history do not.
+    for order, seq, eid in (("ord-2001", 5, "evt-2001-placed-again"), ("ord-2004", 3, "evt-2004-3")):
+        status, _, hist = plan.expect[order]
+        plan.expect[order] = (status, seq, hist)
+        plan.expect_rejected[order] = [eid]
     send_bodies(sqs, qurl, late, plan)
 
     # 4. Wait for the queue to drain: every message deleted or moved to the DLQ.
@@ -584,6 +591,12 @@ def run_scenario(c, out, params, args, checks):
         checks.check(got_hist == hist and len(set(got_hist)) == len(got_hist),
                      f"{order}: history is {hist} (each transition applied once, in seq order)",
                      f"got history {got_hist}")
+        want_rej = plan.expect_rejected.get(order, [])
+        got_rej = [x.get("S") for x in it.get("rejected_events", {}).get("L", [])]
+        if want_rej or got_rej:
+            checks.check(got_rej == want_rej,
+                         f"{order}: rejected_events is {want_rej} (the rejection spent its seq)",
+                         f"got rejected_events {got_rej}")
 
     # DLQ.
     dlq_msgs = []
