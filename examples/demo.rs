@@ -6,19 +6,24 @@
 //! with the same SDK client talking HTTP) on each sample event in
 //! events/scenarios.json order. For every record it prints the outcome next to
 //! the outcome the scenario expects, then the batch item failures, and at the
-//! end the orders table. Exits non-zero if any outcome differs.
+//! end the orders table. Then the same for the payment ledger
+//! (`LedgerConsumer::handle_batch` on events/ledger/), ending with the
+//! accounts and the ledger entries. Exits non-zero if any outcome differs.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::SqsEvent;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
 use order_consumer::Consumer;
+use order_consumer::batch::{BatchError, BatchReport, Verdict};
 use order_consumer::config::Config;
-use order_consumer::domain::Outcome;
 use order_consumer::event::parse_body;
+use order_consumer::ledger::event::parse_ledger_body;
+use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
+use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
 use order_consumer::metrics::OutcomeCounts;
 use order_consumer::store::{self, OrderStore};
 use serde::Deserialize;
@@ -31,6 +36,8 @@ struct Scenario {
 }
 
 const TABLE: &str = "orders";
+const LEDGER: &str = "ledger";
+const ACCOUNTS: &str = "accounts";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -66,19 +73,74 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let consumer = Consumer::new(OrderStore::new(client.clone(), TABLE), config);
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
+    let deadline = || tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut mismatches = run_scenarios(
+        &dir,
+        async |event| consumer.handle_batch(event, deadline()).await,
+        |body| match parse_body(body) {
+            Ok(ev) => format!("{} {} seq {}", ev.order_id, ev.kind(), ev.seq.get()),
+            Err(_) => "(unparseable body)".to_owned(),
+        },
+    )
+    .await?;
+    print_table(&client).await?;
+
+    println!("\n==== the payment ledger: one TransactWriteItems per event ====\n");
+    store::create_table_with_key(&client, LEDGER, ENTRY_KEY).await?;
+    store::create_table_with_key(&client, ACCOUNTS, ACCOUNT_KEY).await?;
+    println!("created tables `{LEDGER}` and `{ACCOUNTS}`\n");
+    let ledger_config = LedgerConfig::from_lookup(|k| match k {
+        "LEDGER_TABLE" => Some(LEDGER.to_owned()),
+        "ACCOUNTS_TABLE" => Some(ACCOUNTS.to_owned()),
+        _ => None,
+    })?;
+    let ledger = LedgerConsumer::new(client.clone(), ledger_config);
+    mismatches += run_scenarios(
+        &dir.join("ledger"),
+        async |event| ledger.handle_batch(event, deadline()).await,
+        |body| match parse_ledger_body(body) {
+            Ok(ev) => format!(
+                "{} {} {} {}",
+                ev.account_id,
+                ev.entry_id(),
+                ev.signed_amount(),
+                ev.currency.as_str()
+            ),
+            Err(_) => "(unparseable body)".to_owned(),
+        },
+    )
+    .await?;
+    print_ledger(&client).await?;
+
+    server.abort();
+    if mismatches > 0 {
+        eprintln!("\n{mismatches} record(s) did not show the expected outcome");
+        std::process::exit(1);
+    }
+    println!("\nevery record showed its expected outcome");
+    Ok(())
+}
+
+/// Run every scenario of `dir` through `run` and print what happened.
+/// Returns the number of records whose outcome differs from the expected one.
+async fn run_scenarios<O: Verdict>(
+    dir: &std::path::Path,
+    run: impl AsyncFn(&SqsEvent) -> (BatchReport<O>, Result<SqsBatchResponse, BatchError>),
+    describe: impl Fn(Option<&str>) -> String,
+) -> Result<usize, Box<dyn std::error::Error>> {
     let scenarios: Vec<Scenario> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("scenarios.json"))?)?;
     let mut mismatches = 0;
     for sc in &scenarios {
         let event: SqsEvent = serde_json::from_str(&std::fs::read_to_string(dir.join(&sc.file))?)?;
-        println!("== events/{}  ({})", sc.file, sc.title);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        let (report, response) = consumer.handle_batch(&event, deadline).await;
+        let shown = dir
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap_or(dir)
+            .join(&sc.file);
+        println!("== {}  ({})", shown.display(), sc.title);
+        let (report, response) = run(&event).await;
         for ((record, rep), expected) in event.records.iter().zip(&report.records).zip(&sc.expect) {
-            let what = match parse_body(record.body.as_deref()) {
-                Ok(ev) => format!("{} {} seq {}", ev.order_id, ev.kind(), ev.seq.get()),
-                Err(_) => "(unparseable body)".to_owned(),
-            };
+            let what = describe(record.body.as_deref());
             let ok = rep.outcome.label() == expected;
             if !ok {
                 mismatches += 1;
@@ -122,31 +184,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Err(e) => println!("   invocation error: {e}\n"),
         }
     }
-
-    print_table(&client).await?;
-    server.abort();
-    if mismatches > 0 {
-        eprintln!("\n{mismatches} record(s) did not show the expected outcome");
-        std::process::exit(1);
-    }
-    println!("\nevery record showed its expected outcome");
-    Ok(())
+    Ok(mismatches)
 }
 
 fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-fn detail(o: &Outcome) -> String {
-    match o {
-        Outcome::Applied | Outcome::Duplicate => String::new(),
-        other => {
-            let text = other.to_string();
-            text.split_once(": ")
-                .map(|(_, d)| d.to_owned())
-                .unwrap_or(text)
-        }
-    }
+/// The outcome's explanation without its label ("Early: <why>").
+fn detail<O: Verdict>(o: &O) -> String {
+    let text = o.to_string();
+    text.split_once(": ")
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default()
 }
 
 async fn print_table(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -180,6 +230,53 @@ async fn print_table(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn st
             get(i, "status"),
             get(i, "last_event_seq"),
             get(i, "history")
+        );
+    }
+    Ok(())
+}
+
+async fn print_ledger(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn std::error::Error>> {
+    let get = |i: &HashMap<String, AttributeValue>, k: &str| match i.get(k) {
+        Some(AttributeValue::S(s)) | Some(AttributeValue::N(s)) => s.clone(),
+        _ => "-".to_owned(),
+    };
+    let scan = async |table: &str, key: &str| -> Result<_, Box<dyn std::error::Error>> {
+        let mut items = client
+            .scan()
+            .table_name(table)
+            .send()
+            .await?
+            .items
+            .unwrap_or_default();
+        items.sort_by_key(|i| get(i, key));
+        Ok(items)
+    };
+    println!("== final `{ACCOUNTS}` table");
+    println!(
+        "   {:<8} {:>10} {:<8} {:>7}",
+        "account", "balance", "currency", "entries"
+    );
+    for i in scan(ACCOUNTS, ACCOUNT_KEY).await? {
+        println!(
+            "   {:<8} {:>10} {:<8} {:>7}",
+            get(&i, "account_id"),
+            get(&i, "balance"),
+            get(&i, "currency"),
+            get(&i, "entry_count")
+        );
+    }
+    println!("== final `{LEDGER}` table");
+    println!(
+        "   {:<14} {:<8} {:>10} {:>10}",
+        "entry", "account", "amount", "refundable"
+    );
+    for i in scan(LEDGER, ENTRY_KEY).await? {
+        println!(
+            "   {:<14} {:<8} {:>10} {:>10}",
+            get(&i, "entry_id"),
+            get(&i, "account_id"),
+            get(&i, "amount"),
+            get(&i, "refundable")
         );
     }
     Ok(())

@@ -4,7 +4,9 @@
 Usage: check_template.py TRANSLATED_TEMPLATE_JSON
 
 Prints one PASS/FAIL line per check and ends with a "template policy checks: N of M passed" line;
-exits 1 when any check fails. Parameter references are resolved with the
+exits 1 when any check fails. Checks about one function (its event source,
+queues, role, tables, alarms) run once per function in FUNCTIONS, each
+against that function's expectations; the others run once for the stack. Parameter references are resolved with the
 template's defaults (and, for the FIFO checks, with FifoQueue=true), so the
 checks judge what a plain `sam deploy` of the template would create.
 """
@@ -23,6 +25,30 @@ ALLOWED_MANAGED_POLICY = re.compile(
 )
 REQUIRED_SQS_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
 FOURTEEN_DAYS = 14 * 24 * 3600
+
+
+# What each function may touch: its tables (logical id -> (the only DynamoDB
+# actions allowed on it, its hash key)), how its environment names them, the
+# tuning variables it must set, and whether the FifoQueue parameter applies.
+FUNCTIONS: dict[str, dict[str, Any]] = {
+    "OrderConsumerFunction": {
+        "tables": {"OrdersTable": ({"dynamodb:UpdateItem"}, "order_id")},
+        "env_tables": {"TABLE_NAME": "OrdersTable"},
+        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "RUST_LOG", "METRICS_NAMESPACE"],
+        "fifo_param": True,
+    },
+    "PaymentLedgerFunction": {
+        # TransactWriteItems is authorised per item: Put of the entry and
+        # Update of the capture on the ledger, Update of the balance.
+        "tables": {
+            "LedgerTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem"}, "entry_id"),
+            "AccountsTable": ({"dynamodb:UpdateItem"}, "account_id"),
+        },
+        "env_tables": {"LEDGER_TABLE": "LedgerTable", "ACCOUNTS_TABLE": "AccountsTable"},
+        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
+        "fifo_param": False,
+    },
+}
 
 
 class CheckError(Exception):
@@ -118,10 +144,12 @@ def as_list(x: Any) -> list[Any]:
 # Template model
 # ---------------------------------------------------------------------------
 class Model:
-    def __init__(self, template: dict[str, Any]):
+    def __init__(self, template: dict[str, Any], fn: str | None = None):
         self.t = template
         self.res: dict[str, dict[str, Any]] = template.get("Resources", {})
         self.defaults = Evaluator(template)
+        self.fn = fn
+        self.expect: dict[str, Any] = FUNCTIONS.get(fn or "", {})
 
     def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.res.items() if v.get("Type") == rtype}
@@ -131,10 +159,9 @@ class Model:
         return (ev or self.defaults).ev(raw)
 
     def function(self) -> str:
-        fns = self.of_type("AWS::Lambda::Function")
-        if len(fns) != 1:
-            raise CheckError(f"expected exactly one AWS::Lambda::Function, found {sorted(fns)}")
-        return next(iter(fns))
+        if self.fn is None or self.fn not in self.of_type("AWS::Lambda::Function"):
+            raise CheckError(f"no AWS::Lambda::Function {self.fn!r} in the template")
+        return self.fn
 
     def esm(self) -> str:
         fn = self.function()
@@ -162,11 +189,12 @@ class Model:
             raise CheckError("RedrivePolicy.deadLetterTargetArn is not a queue of this stack")
         return d
 
-    def table(self) -> str:
-        tables = self.of_type("AWS::DynamoDB::Table")
-        if len(tables) != 1:
-            raise CheckError(f"expected exactly one AWS::DynamoDB::Table, found {sorted(tables)}")
-        return next(iter(tables))
+    def tables(self) -> dict[str, tuple[set[str], str]]:
+        expected = self.expect.get("tables", {})
+        missing = [t for t in expected if self.res.get(t, {}).get("Type") != "AWS::DynamoDB::Table"]
+        if missing:
+            raise CheckError(f"tables {missing} missing")
+        return expected
 
     def function_role(self) -> str:
         role = self.res[self.function()]["Properties"].get("Role")
@@ -208,12 +236,12 @@ class Model:
 # ---------------------------------------------------------------------------
 # Checks: each returns None (pass) or raises AssertionError(detail)
 # ---------------------------------------------------------------------------
-CHECKS: list[tuple[str, Callable[[Model], None]]] = []
+CHECKS: list[tuple[str, Callable[[Model], None], bool]] = []
 
 
-def check(name: str):
+def check(name: str, per_function: bool = True):
     def deco(fn: Callable[[Model], None]):
-        CHECKS.append((name, fn))
+        CHECKS.append((name, fn, per_function))
         return fn
 
     return deco
@@ -241,7 +269,7 @@ def _(m: Model) -> None:
     assert 2 <= float(mc) <= 1000, f"MaximumConcurrency default is {mc}"
 
 
-@check("no IAM statement allows Action '*' or a wildcard action such as dynamodb:*")
+@check("no IAM statement allows Action '*' or a wildcard action such as dynamodb:*", per_function=False)
 def _(m: Model) -> None:
     bad = []
     for src, st in m.iam_statements():
@@ -254,7 +282,7 @@ def _(m: Model) -> None:
     assert not bad, "; ".join(bad)
 
 
-@check("no IAM statement allows Resource '*'")
+@check("no IAM statement allows Resource '*'", per_function=False)
 def _(m: Model) -> None:
     bad = []
     for src, st in m.iam_statements():
@@ -269,7 +297,7 @@ def _(m: Model) -> None:
     assert not bad, "; ".join(bad)
 
 
-@check("roles attach no managed policy except AWSLambdaBasicExecutionRole")
+@check("roles attach no managed policy except AWSLambdaBasicExecutionRole", per_function=False)
 def _(m: Model) -> None:
     bad = []
     for lid, r in m.of_type("AWS::IAM::Role").items():
@@ -279,17 +307,21 @@ def _(m: Model) -> None:
     assert not bad, "; ".join(bad)
 
 
-@check("function's only DynamoDB permission is dynamodb:UpdateItem on the table ARN")
+@check("function's DynamoDB permissions are exactly the actions it uses, each on its table's ARN")
 def _(m: Model) -> None:
-    table = m.table()
+    tables = m.tables()
     sts = [st for st in m.role_statements(m.function_role()) if st.get("Effect") == "Allow"]
     ddb = [st for st in sts if any(str(a).lower().startswith("dynamodb:") for a in as_list(st.get("Action")))]
-    assert ddb, "no DynamoDB permission at all (the function needs UpdateItem)"
+    assert ddb, "no DynamoDB permission at all"
+    granted: dict[str, set[str]] = {}
     for st in ddb:
         actions = set(as_list(st.get("Action")))
-        assert actions == {"dynamodb:UpdateItem"}, f"DynamoDB statement grants {sorted(actions)}"
         for r in as_list(st.get("Resource")):
-            assert getatt_target(r) == table, f"UpdateItem resource is {r!r}, expected GetAtt {table}.Arn"
+            t = getatt_target(r)
+            assert t in tables, f"DynamoDB actions {sorted(actions)} granted on {r!r}, not on one of {sorted(tables)}"
+            granted.setdefault(t, set()).update(actions)
+    for t, (want, _key) in tables.items():
+        assert granted.get(t, set()) == want, f"{t}: grants {sorted(granted.get(t, set()))}, expected {sorted(want)}"
 
 
 @check("function's SQS permissions are the event-source set, scoped to the source queue ARN")
@@ -337,7 +369,7 @@ def _(m: Model) -> None:
     assert vt >= need, f"VisibilityTimeout {vt:g} < 6*{timeout:g} + {float(window):g} = {need:g}"
 
 
-@check("server-side encryption on every SQS queue")
+@check("server-side encryption on every SQS queue", per_function=False)
 def _(m: Model) -> None:
     queues = m.of_type("AWS::SQS::Queue")
     assert queues, "no queues"
@@ -349,23 +381,25 @@ def _(m: Model) -> None:
     assert not bad, f"no SqsManagedSseEnabled/KmsMasterKeyId on {bad}"
 
 
-@check("table is on-demand, PITR on, hash key order_id (S), deletion protection on by default")
+@check("tables are on-demand, PITR on, the expected hash key (S), deletion protection on by default")
 def _(m: Model) -> None:
-    p = m.props(m.table())
-    assert p.get("BillingMode") == "PAY_PER_REQUEST", f"BillingMode {p.get('BillingMode')!r}"
-    pitr = p.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled")
-    assert str(pitr).lower() == "true", f"PointInTimeRecoveryEnabled {pitr!r}"
-    assert p.get("KeySchema") == [{"AttributeName": "order_id", "KeyType": "HASH"}], f"KeySchema {p.get('KeySchema')!r}"
-    assert {"AttributeName": "order_id", "AttributeType": "S"} in p.get("AttributeDefinitions", []), "order_id is not S"
-    dp = p.get("DeletionProtectionEnabled")
-    assert str(dp).lower() == "true", f"DeletionProtectionEnabled default {dp!r}"
+    for table, (_actions, key) in m.tables().items():
+        p = m.props(table)
+        assert p.get("BillingMode") == "PAY_PER_REQUEST", f"{table} BillingMode {p.get('BillingMode')!r}"
+        pitr = p.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled")
+        assert str(pitr).lower() == "true", f"{table} PointInTimeRecoveryEnabled {pitr!r}"
+        assert p.get("KeySchema") == [{"AttributeName": key, "KeyType": "HASH"}], f"{table} KeySchema {p.get('KeySchema')!r}"
+        assert {"AttributeName": key, "AttributeType": "S"} in p.get("AttributeDefinitions", []), f"{table}: {key} is not S"
+        dp = p.get("DeletionProtectionEnabled")
+        assert str(dp).lower() == "true", f"{table} DeletionProtectionEnabled default {dp!r}"
 
 
-@check("function environment wires TABLE_NAME to the table and sets the tuning variables")
+@check("function environment wires its table variables to its tables and sets the tuning variables")
 def _(m: Model) -> None:
     env = m.props(m.function()).get("Environment", {}).get("Variables", {})
-    assert env.get("TABLE_NAME") == {"Ref": m.table()}, f"TABLE_NAME is {env.get('TABLE_NAME')!r}"
-    missing = [k for k in ("MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "RUST_LOG", "METRICS_NAMESPACE") if k not in env]
+    for var, table in m.expect["env_tables"].items():
+        assert env.get(var) == {"Ref": table}, f"{var} is {env.get(var)!r}, expected Ref {table}"
+    missing = [k for k in m.expect["env_vars"] if k not in env]
     assert not missing, f"missing {missing}"
 
 
@@ -398,6 +432,8 @@ def _(m: Model) -> None:
 
 @check("FifoQueue=true: queue AND DLQ are FIFO, named *.fifo, no content dedup, no batching window")
 def _(m: Model) -> None:
+    if not m.expect.get("fifo_param"):
+        return  # this function's queues are always standard (checked above)
     ev = Evaluator(m.t, {"FifoQueue": "true"})
     for q in (m.source_queue(), m.dlq()):
         p = m.props(q, ev)
@@ -419,7 +455,7 @@ def rules_pass(m: Model, overrides: dict[str, str]) -> bool:
     return True
 
 
-@check("Rules: BatchSize > 10 needs a batching window; FIFO needs BatchSize <= 10 and no window")
+@check("Rules: BatchSize > 10 needs a batching window; FIFO needs BatchSize <= 10 and no window", per_function=False)
 def _(m: Model) -> None:
     cases = [
         ({}, True),
@@ -438,9 +474,15 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     with open(argv[1]) as fh:
-        model = Model(json.load(fh))
+        template = json.load(fh)
+    runs: list[tuple[str, Callable[[Model], None], Model]] = []
+    for name, fn, per_function in CHECKS:
+        if per_function:
+            runs.extend((f"{name} [{f}]", fn, Model(template, f)) for f in FUNCTIONS)
+        else:
+            runs.append((name, fn, Model(template)))
     passed = failed = 0
-    for name, fn in CHECKS:
+    for name, fn, model in runs:
         try:
             fn(model)
         except (AssertionError, CheckError) as exc:

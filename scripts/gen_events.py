@@ -79,7 +79,7 @@ def eventbridge(ev):
     }
 
 
-def record(name, ev, n, receive_count=1, fifo_group=None, message_id=None):
+def record(name, ev, n, receive_count=1, fifo_group=None, message_id=None, queue_arn=None):
     body = body_of(ev)
     mid = message_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{name}#{n}"))
     sent = BASE_MS + n * 1000
@@ -104,7 +104,7 @@ def record(name, ev, n, receive_count=1, fifo_group=None, message_id=None):
         "messageAttributes": {},
         "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
         "eventSource": "aws:sqs",
-        "eventSourceARN": FIFO_ARN if fifo_group else QUEUE_ARN,
+        "eventSourceARN": queue_arn or (FIFO_ARN if fifo_group else QUEUE_ARN),
         "awsRegion": REGION,
     }
 
@@ -116,11 +116,76 @@ def mid(name, n):
 SCENARIOS = []
 
 
-def scenario(file, title, items):
+def scenario(file, title, items, out=OUT, manifest=SCENARIOS, queue_arn=None):
     """items: (kwargs for record(), expected outcome label)"""
-    records = [record(file, n=i, **kw) for i, (kw, _) in enumerate(items)]
-    SCENARIOS.append({"file": file, "title": title, "expect": [exp for _, exp in items]})
-    (OUT / file).write_text(json.dumps({"Records": records}, indent=2) + "\n")
+    records = [record(file, n=i, queue_arn=queue_arn, **kw) for i, (kw, _) in enumerate(items)]
+    manifest.append({"file": file, "title": title, "expect": [exp for _, exp in items]})
+    (out / file).write_text(json.dumps({"Records": records}, indent=2) + "\n")
+
+
+LEDGER_OUT = OUT / "ledger"
+LEDGER_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:payment-events"
+LEDGER_SCENARIOS = []
+
+
+def payment(typ, event_id, payment_id, account, amount, currency="INR", refund_id=None, minute=0):
+    ev = {
+        "eventId": event_id,
+        "type": typ,
+        "paymentId": payment_id,
+        "accountId": account,
+        "amount": amount,
+        "currency": currency,
+        "occurredAt": f"2026-12-05T{10 + minute // 60:02d}:{minute % 60:02d}:00Z",
+    }
+    if refund_id:
+        ev["refundId"] = refund_id
+    return ev
+
+
+def ledger_scenario(file, title, items):
+    scenario(file, title, items, out=LEDGER_OUT, manifest=LEDGER_SCENARIOS, queue_arn=LEDGER_ARN)
+
+
+def ledger_main():
+    LEDGER_OUT.mkdir(exist_ok=True)
+    for old in LEDGER_OUT.glob("*.json"):
+        old.unlink()
+    cap1 = payment("PaymentCaptured", "evt-pay-1", "pay-1", "acct-1", 500000)
+    ledger_scenario("01-captures.json", "two captures open two accounts", [
+        (dict(ev=cap1), "Applied"),
+        (dict(ev=payment("PaymentCaptured", "evt-pay-2", "pay-2", "acct-2", 120000)), "Applied"),
+    ])
+    ledger_scenario("02-duplicate-and-conflicting-capture.json",
+                    "pay-1 re-published under a new eventId (same entry: Duplicate), and pay-1 again with another amount (Conflict)", [
+        (dict(ev=cap1 | {"eventId": "evt-pay-1-republished"}), "Duplicate"),
+        (dict(ev=cap1 | {"eventId": "evt-pay-1-changed", "amount": 499999}), "Conflict"),
+    ])
+    ref3 = payment("PaymentRefunded", "evt-ref-3", "pay-3", "acct-3", 30000, refund_id="ref-3", minute=30)
+    ledger_scenario("03-refund-before-capture.json", "a refund of pay-3 arrives before pay-3's capture: retried, not dropped", [
+        (dict(ev=ref3), "Early"),
+    ])
+    ledger_scenario("04-capture-then-redelivered-refund.json",
+                    "pay-3's capture arrives with the redelivered refund: capture first, then the refund", [
+        (dict(ev=ref3, receive_count=2, message_id=mid("03-refund-before-capture.json", 0)), "Applied"),
+        (dict(ev=payment("PaymentCaptured", "evt-pay-3", "pay-3", "acct-3", 80000, minute=10)), "Applied"),
+    ])
+    ledger_scenario("05-over-refund.json", "two refunds of pay-1: the second would exceed what is left of the capture", [
+        (dict(ev=payment("PaymentRefunded", "evt-ref-4", "pay-1", "acct-1", 200000, refund_id="ref-4", minute=40)), "Applied"),
+        (dict(ev=payment("PaymentRefunded", "evt-ref-5", "pay-1", "acct-1", 400000, refund_id="ref-5", minute=50)), "Rejected"),
+    ])
+    ledger_scenario("06-currency-mismatch.json", "a USD capture for acct-1, which holds INR", [
+        (dict(ev=payment("PaymentCaptured", "evt-pay-6", "pay-6", "acct-1", 1000, currency="USD")), "Rejected"),
+    ])
+    bad = payment("PaymentRefunded", "evt-ref-7", "pay-2", "acct-2", 100, refund_id="ref-7")
+    del bad["refundId"]
+    ledger_scenario("07-poison-message.json", "a valid capture beside a body that is not JSON and a refund without refundId", [
+        (dict(ev=payment("PaymentCaptured", "evt-pay-8", "pay-8", "acct-2", 5000)), "Applied"),
+        (dict(ev="{\"eventId\": \"evt-broken\""), "Invalid"),
+        (dict(ev=bad), "Invalid"),
+    ])
+    (LEDGER_OUT / "scenarios.json").write_text(json.dumps(LEDGER_SCENARIOS, indent=2) + "\n")
+    print(f"wrote {len(LEDGER_SCENARIOS)} ledger scenarios to {LEDGER_OUT}")
 
 
 def main():
@@ -198,6 +263,7 @@ def main():
     ])
     (OUT / "scenarios.json").write_text(json.dumps(SCENARIOS, indent=2) + "\n")
     print(f"wrote {len(SCENARIOS)} scenarios to {OUT}")
+    ledger_main()
 
 
 if __name__ == "__main__":

@@ -1,49 +1,141 @@
-//! One SQS batch: parse every record, group by order, apply each group's
-//! events in order with bounded concurrency across groups, and turn the
-//! outcomes into an `SqsBatchResponse`.
+//! One SQS batch, for any consumer of this crate: parse every record, group
+//! the records, apply each group's records in order with bounded concurrency
+//! across groups, and turn the outcomes into an `SqsBatchResponse`.
 //!
 //! The invariant: a message is left out of `batchItemFailures` (so SQS deletes
 //! it) only if its outcome is acknowledged, i.e. its effect is committed or is
 //! known never to need committing. Everything else goes back to the queue.
+//!
+//! What differs between consumers (the order consumer, the payment ledger) is
+//! behind [`Handler`]: how a body is parsed, which records must be applied one
+//! after another, and how one record is applied. Their outcomes implement
+//! [`Verdict`]. Grouping, FIFO, the deadline, logging and the response are
+//! here, once.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;
+use lambda_runtime::LambdaEvent;
 use thiserror::Error;
 use tokio::time::Instant;
-use tracing::{Instrument, Span, field};
+use tracing::{Instrument, Level, Span};
 
-use crate::cache::{Committed, DedupeCache};
-use crate::domain::{OrderSnapshot, Outcome, Skip, classify_refusal, rejection_spends_seq};
+use crate::domain::Outcome;
 use crate::error::StoreError;
-use crate::event::{OrderEvent, ParseError, parse_body};
-use crate::store::{OrderStore, Write};
+use crate::event::ParseError;
+use crate::metrics::OutcomeCounts;
 
-/// How a batch is run (from [`crate::config::Config`]).
+/// How a batch is run (from the function's configuration).
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     pub max_concurrency: usize,
     pub deadline_margin: Duration,
 }
 
-/// The outcome of one record, in the batch's arrival order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordReport {
-    pub message_id: Option<String>,
-    pub order_id: Option<String>,
-    pub outcome: Outcome,
+/// Why a record was not attempted at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Too little time was left before the invocation deadline.
+    Deadline,
+    /// FIFO: an earlier record of the same message group failed in this batch,
+    /// so applying this one would break the group's order.
+    FifoGroupBlocked,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct BatchReport {
-    pub records: Vec<RecordReport>,
-    /// Records the dedupe cache settled with no DynamoDB request.
+/// What the batch needs to know about a consumer's per-record outcome.
+pub trait Verdict: Clone + fmt::Display + Send + 'static {
+    /// Every label, so that metrics can report zeros.
+    const LABELS: &'static [&'static str];
+    fn invalid(error: ParseError) -> Self;
+    fn not_attempted(skip: Skip) -> Self;
+    fn failed(error: StoreError) -> Self;
+    /// May SQS delete the message?
+    fn acknowledge(&self) -> bool;
+    /// A stable name, used in logs and as the metric name.
+    fn label(&self) -> &'static str;
+    /// DynamoDB failed (as opposed to a verdict about the event).
+    fn is_store_failure(&self) -> bool;
+    fn is_not_attempted(&self) -> bool;
+    /// How loudly the record's line is logged: what must an operator do?
+    fn level(&self) -> Level;
+}
+
+/// One consumer's record handling. Implemented by the order consumer and the
+/// payment ledger; the batch machinery is generic over it.
+pub trait Handler: Sync {
+    type Event: Send + Sync;
+    type Outcome: Verdict;
+
+    /// Parse and validate one body.
+    fn parse(&self, body: Option<&str>) -> Result<Self::Event, ParseError>;
+    /// Records with the same key are applied one after another (on a FIFO
+    /// queue the MessageGroupId is used instead).
+    fn key(&self, event: &Self::Event) -> String;
+    /// The order within a key on a standard queue (ties keep arrival order).
+    fn rank(&self, event: &Self::Event) -> u64;
+    /// The tracing span of one record; it must have an `outcome` field.
+    fn span(&self, message_id: &str, event: Option<&Self::Event>) -> Span;
+    /// Settle a record with no I/O if possible (a warm-container cache). Asked
+    /// before the deadline check: a settled record costs no time.
+    fn settle_without_io(&self, _event: &Self::Event, _cx: &Cx) -> Option<Self::Outcome> {
+        None
+    }
+    /// Apply one record. The batch cuts it off at [`Cx::cutoff`].
+    fn apply(&self, event: &Self::Event, cx: &Cx) -> impl Future<Output = Self::Outcome> + Send;
+}
+
+/// Per-batch context handed to the handler.
+#[derive(Debug)]
+pub struct Cx {
+    /// No write starts, and none is awaited, past this instant.
+    pub cutoff: Instant,
+    /// Records a cache settled with no DynamoDB request.
+    pub cache_hits: AtomicU64,
+    /// Records that went to DynamoDB after a cache could not settle them.
+    pub cache_misses: AtomicU64,
+}
+
+impl Cx {
+    pub fn new(cutoff: Instant) -> Self {
+        Cx {
+            cutoff,
+            cache_hits: AtomicU64::new(0),
+            cache_misses: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The outcome of one record, in the batch's arrival order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordReport<O = Outcome> {
+    pub message_id: Option<String>,
+    /// The record's grouping key (the orderId, the accountId), if it parsed.
+    pub key: Option<String>,
+    pub outcome: O,
+}
+
+#[derive(Debug, Clone)]
+pub struct BatchReport<O = Outcome> {
+    pub records: Vec<RecordReport<O>>,
+    /// Records a cache settled with no DynamoDB request.
     pub cache_hits: u64,
-    /// Records that went to DynamoDB after the cache could not settle them.
+    /// Records that went to DynamoDB after a cache could not settle them.
     pub cache_misses: u64,
+}
+
+impl<O> Default for BatchReport<O> {
+    fn default() -> Self {
+        BatchReport {
+            records: Vec::new(),
+            cache_hits: 0,
+            cache_misses: 0,
+        }
+    }
 }
 
 /// Why the invocation itself fails (Lambda then retries the whole batch).
@@ -57,30 +149,37 @@ pub enum BatchError {
     Unidentifiable(usize),
 }
 
-/// How Lambda reports an invocation error: `errorType` is what shows in the
-/// console and in logs, so it names the case rather than a Rust type.
-impl From<BatchError> for lambda_runtime::Diagnostic {
-    fn from(e: BatchError) -> Self {
-        let error_type = match e {
-            BatchError::Outage(_) => "OrderConsumer.DynamoDbOutage",
-            BatchError::Unidentifiable(_) => "OrderConsumer.RecordWithoutMessageId",
+impl BatchError {
+    /// How Lambda reports the invocation error: `errorType` is what shows in
+    /// the console and in logs, so it names the function and the case
+    /// (`OrderConsumer.DynamoDbOutage`) rather than a Rust type.
+    pub fn diagnostic(&self, function: &str) -> lambda_runtime::Diagnostic {
+        let case = match self {
+            BatchError::Outage(_) => "DynamoDbOutage",
+            BatchError::Unidentifiable(_) => "RecordWithoutMessageId",
         };
         lambda_runtime::Diagnostic {
-            error_type: error_type.to_owned(),
-            error_message: e.to_string(),
+            error_type: format!("{function}.{case}"),
+            error_message: self.to_string(),
         }
     }
 }
 
-impl BatchReport {
-    pub fn outcomes(&self) -> impl Iterator<Item = &Outcome> {
+impl From<BatchError> for lambda_runtime::Diagnostic {
+    fn from(e: BatchError) -> Self {
+        e.diagnostic("OrderConsumer")
+    }
+}
+
+impl<O: Verdict> BatchReport<O> {
+    pub fn outcomes(&self) -> impl Iterator<Item = &O> {
         self.records.iter().map(|r| &r.outcome)
     }
 
     /// The response Lambda expects with `ReportBatchItemFailures`, or an
     /// invocation error when partial failure cannot express the situation.
     pub fn to_response(&self) -> Result<SqsBatchResponse, BatchError> {
-        let failed: Vec<&RecordReport> = self
+        let failed: Vec<&RecordReport<O>> = self
             .records
             .iter()
             .filter(|r| !r.outcome.acknowledge())
@@ -98,10 +197,10 @@ impl BatchReport {
         if unidentifiable > 0 {
             return Err(BatchError::Unidentifiable(unidentifiable));
         }
-        let infra = |o: &Outcome| matches!(o, Outcome::Failed(_) | Outcome::NotAttempted(_));
+        let infra = |o: &O| o.is_store_failure() || o.is_not_attempted();
         if !self.records.is_empty()
             && self.outcomes().all(infra)
-            && self.outcomes().any(|o| matches!(o, Outcome::Failed(_)))
+            && self.outcomes().any(O::is_store_failure)
         {
             return Err(BatchError::Outage(self.records.len()));
         }
@@ -116,6 +215,61 @@ impl BatchReport {
         }
         Ok(response)
     }
+}
+
+/// Where the per-invocation EMF line goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Metrics<'a> {
+    pub namespace: &'a str,
+    pub function_name: &'a str,
+}
+
+/// A Lambda invocation: log the batch, run it, emit its metrics line, answer.
+pub async fn handle<H: Handler>(
+    handler: &H,
+    settings: Settings,
+    metrics: Metrics<'_>,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, BatchError> {
+    let deadline = deadline_from_epoch_ms(event.context.deadline);
+    tracing::info!(
+        request_id = %event.context.request_id,
+        records = event.payload.records.len(),
+        deadline_ms = event.context.deadline,
+        remaining_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
+        "batch received"
+    );
+    let (report, response) = handle_batch(handler, settings, &event.payload, deadline).await;
+    crate::metrics::emit(&crate::metrics::emf_document(
+        metrics.namespace,
+        metrics.function_name,
+        &OutcomeCounts::tally(report.outcomes()),
+        &[
+            ("BatchSize", report.records.len() as u64),
+            ("CacheHits", report.cache_hits),
+            ("CacheMisses", report.cache_misses),
+        ],
+    ));
+    response
+}
+
+/// Process a batch and build the response, keeping the per-record report
+/// for callers that show it (tests, the local demo).
+pub async fn handle_batch<H: Handler>(
+    handler: &H,
+    settings: Settings,
+    event: &SqsEvent,
+    deadline: Instant,
+) -> (
+    BatchReport<H::Outcome>,
+    Result<SqsBatchResponse, BatchError>,
+) {
+    let report = process(handler, settings, &event.records, deadline).await;
+    let response = report.to_response();
+    if let Err(e) = &response {
+        tracing::error!(error = %e, "failing the invocation");
+    }
+    (report, response)
 }
 
 /// Epoch milliseconds of 2001-09-09. A real invocation deadline is always
@@ -150,35 +304,38 @@ fn is_fifo(records: &[SqsMessage]) -> bool {
 
 /// Run a batch to completion (or to the deadline). Never panics on input and
 /// returns exactly one report per record.
-pub async fn process(
-    store: &OrderStore,
-    cache: &DedupeCache,
+pub async fn process<H: Handler>(
+    handler: &H,
     settings: Settings,
     records: &[SqsMessage],
     deadline: Instant,
-) -> BatchReport {
+) -> BatchReport<H::Outcome> {
     let fifo = is_fifo(records);
     // Parse first, then apply: a bad body is settled here and never blocks a
     // good one (except behind it in its own FIFO group).
-    let parsed: Vec<Result<OrderEvent, ParseError>> = records
+    let parsed: Vec<Result<H::Event, ParseError>> = records
         .iter()
-        .map(|r| parse_body(r.body.as_deref()))
+        .map(|r| handler.parse(r.body.as_deref()))
+        .collect();
+    let keys: Vec<Option<String>> = parsed
+        .iter()
+        .map(|ev| ev.as_ref().ok().map(|e| handler.key(e)))
         .collect();
 
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; records.len()];
+    let mut outcomes: Vec<Option<H::Outcome>> = vec![None; records.len()];
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut group_of: HashMap<String, usize> = HashMap::new();
-    for (i, (record, ev)) in records.iter().zip(&parsed).enumerate() {
+    for (i, record) in records.iter().enumerate() {
         // FIFO order is per MessageGroupId; a standard queue has no order, so
-        // we impose the producer's: per orderId, by seq.
+        // we impose the producer's: per key, by rank.
         let key = if fifo {
             record
                 .attributes
                 .get("MessageGroupId")
                 .map(|g| format!("g:{g}"))
-                .or_else(|| ev.as_ref().ok().map(|e| format!("o:{}", e.order_id)))
+                .or_else(|| keys[i].as_ref().map(|k| format!("k:{k}")))
         } else {
-            ev.as_ref().ok().map(|e| format!("o:{}", e.order_id))
+            keys[i].as_ref().map(|k| format!("k:{k}"))
         };
         match key {
             Some(key) => {
@@ -189,36 +346,36 @@ pub async fn process(
                 groups[g].push(i);
             }
             None => {
-                let err = ev
+                let err = parsed[i]
                     .as_ref()
                     .err()
                     .cloned()
                     .unwrap_or(ParseError::MissingBody);
-                let outcome = Outcome::Invalid(err);
-                record_span(record, None).in_scope(|| log_outcome(&outcome));
+                let outcome = H::Outcome::invalid(err);
+                record_span(handler, record, None).in_scope(|| log_outcome(&outcome));
                 outcomes[i] = Some(outcome);
             }
         }
     }
     if !fifo {
         for g in &mut groups {
-            // Stable: equal seqs keep arrival order (the second is then a
-            // duplicate or a conflict of the first).
-            g.sort_by_key(|&i| parsed[i].as_ref().map(|e| e.seq).ok());
+            // Stable: equal ranks keep arrival order (for orders, the second
+            // of two equal seqs is then a duplicate or a conflict of the
+            // first).
+            g.sort_by_key(|&i| parsed[i].as_ref().map(|e| handler.rank(e)).ok());
         }
     }
 
     let ctx = GroupCtx {
-        store,
-        cache,
-        hits: AtomicU64::new(0),
-        misses: AtomicU64::new(0),
+        handler,
         records,
         parsed: &parsed,
         fifo,
-        cutoff: deadline
-            .checked_sub(settings.deadline_margin)
-            .unwrap_or(deadline),
+        cx: Cx::new(
+            deadline
+                .checked_sub(settings.deadline_margin)
+                .unwrap_or(deadline),
+        ),
     };
     let mut done = futures_util::stream::iter(groups)
         .map(|g| ctx.run_group(g))
@@ -231,46 +388,42 @@ pub async fn process(
     drop(done);
 
     BatchReport {
-        cache_hits: ctx.hits.load(Ordering::Relaxed),
-        cache_misses: ctx.misses.load(Ordering::Relaxed),
+        cache_hits: ctx.cx.cache_hits.load(Ordering::Relaxed),
+        cache_misses: ctx.cx.cache_misses.load(Ordering::Relaxed),
         records: records
             .iter()
-            .zip(&parsed)
+            .zip(keys)
             .zip(outcomes)
-            .map(|((r, ev), o)| RecordReport {
+            .map(|((r, key), o)| RecordReport {
                 message_id: r.message_id.clone(),
-                order_id: ev.as_ref().ok().map(|e| e.order_id.to_string()),
+                key,
                 // Every index is filled above: either settled at parse time or
                 // by its group. Defensive default: a failure, never an ack.
-                outcome: o.unwrap_or(Outcome::Failed(StoreError::InconsistentRefusal)),
+                outcome: o.unwrap_or_else(|| H::Outcome::failed(StoreError::InconsistentRefusal)),
             })
             .collect(),
     }
 }
 
-struct GroupCtx<'a> {
-    store: &'a OrderStore,
-    cache: &'a DedupeCache,
-    hits: AtomicU64,
-    misses: AtomicU64,
+struct GroupCtx<'a, H: Handler> {
+    handler: &'a H,
     records: &'a [SqsMessage],
-    parsed: &'a [Result<OrderEvent, ParseError>],
+    parsed: &'a [Result<H::Event, ParseError>],
     fifo: bool,
-    /// No write starts, and none is awaited, past this instant.
-    cutoff: Instant,
+    cx: Cx,
 }
 
-impl GroupCtx<'_> {
+impl<H: Handler> GroupCtx<'_, H> {
     /// Apply one group's records one after another.
-    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, Outcome)> {
+    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, H::Outcome)> {
         let mut out = Vec::with_capacity(indices.len());
         let mut blocked = false;
         for i in indices {
             let ev = self.parsed[i].as_ref().ok();
-            let span = record_span(&self.records[i], ev);
+            let span = record_span(self.handler, &self.records[i], ev);
             let outcome = match &self.parsed[i] {
-                _ if blocked => Outcome::NotAttempted(Skip::FifoGroupBlocked),
-                Err(e) => Outcome::Invalid(e.clone()),
+                _ if blocked => H::Outcome::not_attempted(Skip::FifoGroupBlocked),
+                Err(e) => H::Outcome::invalid(e.clone()),
                 Ok(ev) => self.apply(ev).instrument(span.clone()).await,
             };
             span.in_scope(|| log_outcome(&outcome));
@@ -285,108 +438,33 @@ impl GroupCtx<'_> {
         out
     }
 
-    async fn apply(&self, ev: &OrderEvent) -> Outcome {
-        // A proven duplicate or stale event costs nothing, not even time, so
-        // the cache is asked before the deadline check.
-        if let Some(settled) = self.cache.check(ev) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+    async fn apply(&self, ev: &H::Event) -> H::Outcome {
+        if let Some(settled) = self.handler.settle_without_io(ev, &self.cx) {
             return settled;
         }
-        if Instant::now() >= self.cutoff {
-            return Outcome::NotAttempted(Skip::Deadline);
+        if Instant::now() >= self.cx.cutoff {
+            return H::Outcome::not_attempted(Skip::Deadline);
         }
-        if self.cache.capacity() > 0 {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-        }
-        let refused = match self.write(ev, self.store.apply(ev)).await {
-            Ok(None) => return Outcome::Applied,
-            Ok(Some(current)) => current,
-            Err(failed) => return failed,
-        };
-        let outcome = classify_refusal(ev, refused.as_ref());
-        let Some(observed) = refused.filter(|cur| {
-            matches!(outcome, Outcome::Rejected { .. }) && rejection_spends_seq(ev, cur)
-        }) else {
-            return outcome;
-        };
-        // A rejected next event is acknowledged only once its seq is spent,
-        // or the events after it would wait for it forever.
-        match self
-            .write(ev, self.store.record_rejection(ev, &observed))
+        // Past the cutoff we stop waiting; a write may still commit, which is
+        // fine: the record is reported failed, and its redelivery finds the
+        // effect committed (a duplicate).
+        tokio::time::timeout_at(self.cx.cutoff, self.handler.apply(ev, &self.cx))
             .await
-        {
-            Ok(None) => outcome,
-            // The order moved on meanwhile (most likely another invocation
-            // recorded this very rejection): classify what is there now.
-            Ok(Some(current)) => match classify_refusal(ev, current.as_ref()) {
-                again @ Outcome::Rejected { .. } => {
-                    tracing::warn!(detail = %again, "rejection could not be recorded; retrying later");
-                    Outcome::Failed(StoreError::InconsistentRefusal)
-                }
-                other => other,
-            },
-            Err(failed) => failed,
-        }
-    }
-
-    /// Send one conditional write, bounded by the cutoff. `Ok(None)`: it
-    /// committed; `Ok(Some(item))`: its condition failed against `item`. The
-    /// cache learns only what DynamoDB confirmed.
-    async fn write(
-        &self,
-        ev: &OrderEvent,
-        request: impl Future<Output = Result<Write, StoreError>>,
-    ) -> Result<Option<Option<OrderSnapshot>>, Outcome> {
-        // Past the cutoff we stop waiting; the write may still commit, which
-        // is fine: the record is reported failed, and its redelivery will be
-        // classified as Duplicate.
-        match tokio::time::timeout_at(self.cutoff, request).await {
-            Err(_elapsed) => Err(Outcome::Failed(StoreError::DeadlineExceeded)),
-            Ok(Ok(Write::Applied)) => {
-                self.cache
-                    .record(ev.order_id.as_str(), Committed::of_event(ev));
-                Ok(None)
-            }
-            Ok(Ok(Write::Refused(current))) => {
-                if let Some(item) = &current {
-                    self.cache
-                        .record(ev.order_id.as_str(), Committed::of_snapshot(item));
-                }
-                Ok(Some(current))
-            }
-            Ok(Err(e)) => Err(Outcome::Failed(e)),
-        }
+            .unwrap_or_else(|_elapsed| H::Outcome::failed(StoreError::DeadlineExceeded))
     }
 }
 
-fn record_span(record: &SqsMessage, ev: Option<&OrderEvent>) -> Span {
-    tracing::info_span!(
-        "record",
-        message_id = record.message_id.as_deref().unwrap_or("-"),
-        order_id = ev.map(|e| e.order_id.as_str()),
-        event_id = ev.map(|e| e.event_id.as_str()),
-        seq = ev.map(|e| e.seq.get()),
-        event_type = ev.map(|e| e.kind().as_str()),
-        outcome = field::Empty,
-    )
+fn record_span<H: Handler>(handler: &H, record: &SqsMessage, ev: Option<&H::Event>) -> Span {
+    handler.span(record.message_id.as_deref().unwrap_or("-"), ev)
 }
 
 /// One log line per record, at a level that matches what an operator must do.
-fn log_outcome(outcome: &Outcome) {
+fn log_outcome<O: Verdict>(outcome: &O) {
     Span::current().record("outcome", outcome.label());
-    match outcome {
-        Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. } | Outcome::Early { .. } => {
-            tracing::info!(detail = %outcome, "record processed")
-        }
-        Outcome::Rejected { .. } | Outcome::NotAttempted(_) => {
-            tracing::warn!(detail = %outcome, "record processed")
-        }
-        Outcome::Failed(e) if e.is_retryable() => {
-            tracing::warn!(detail = %outcome, "record processed")
-        }
-        Outcome::Failed(_) | Outcome::Conflict(_) | Outcome::Invalid(_) => {
-            tracing::error!(detail = %outcome, "record processed")
-        }
+    match outcome.level() {
+        Level::ERROR => tracing::error!(detail = %outcome, "record processed"),
+        Level::WARN => tracing::warn!(detail = %outcome, "record processed"),
+        _ => tracing::info!(detail = %outcome, "record processed"),
     }
 }
 
@@ -399,7 +477,7 @@ mod tests {
     fn rep(id: Option<&str>, outcome: Outcome) -> RecordReport {
         RecordReport {
             message_id: id.map(str::to_owned),
-            order_id: None,
+            key: None,
             outcome,
         }
     }
@@ -506,7 +584,7 @@ mod tests {
     #[test]
     fn empty_batch_is_an_empty_response() {
         assert!(
-            BatchReport::default()
+            BatchReport::<Outcome>::default()
                 .to_response()
                 .unwrap()
                 .batch_item_failures

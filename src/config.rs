@@ -82,7 +82,7 @@ impl Config {
     }
 }
 
-fn parse_in(
+pub(crate) fn parse_in(
     get: &impl Fn(&str) -> Option<String>,
     var: &'static str,
     default: u64,

@@ -107,15 +107,7 @@ pub enum ConflictKind {
     ChangedPayload,
 }
 
-/// Why a record was not attempted at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
-    /// Too little time was left before the invocation deadline.
-    Deadline,
-    /// FIFO: an earlier record of the same message group failed in this batch,
-    /// so applying this one would break the group's order.
-    FifoGroupBlocked,
-}
+pub use crate::batch::Skip;
 
 /// What happened to one record. Every record gets exactly one.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -306,6 +306,12 @@ impl OrderEvent {
 /// Parse one SQS message body. SNS notifications (raw delivery off) and
 /// EventBridge events are unwrapped once; the result is validated.
 pub fn parse_body(body: Option<&str>) -> Result<OrderEvent, ParseError> {
+    parse_event(&read_body(body)?)
+}
+
+/// The steps every consumer's parser shares: a body within SQS's size
+/// limit, valid JSON, unwrapped from an SNS or EventBridge envelope once.
+pub(crate) fn read_body(body: Option<&str>) -> Result<Value, ParseError> {
     let body = body.ok_or(ParseError::MissingBody)?;
     if body.len() > MAX_BODY_BYTES {
         return Err(ParseError::TooLarge {
@@ -314,8 +320,7 @@ pub fn parse_body(body: Option<&str>) -> Result<OrderEvent, ParseError> {
         });
     }
     let value: Value = from_json(body)?;
-    let event = unwrap_envelope(value)?;
-    parse_event(&event)
+    unwrap_envelope(value)
 }
 
 fn from_json(text: &str) -> Result<Value, ParseError> {
@@ -411,12 +416,15 @@ fn parse_event(value: &Value) -> Result<OrderEvent, ParseError> {
 
 static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
-fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ParseError> {
+pub(crate) fn as_object<'a>(
+    v: &'a Value,
+    path: &str,
+) -> Result<&'a Map<String, Value>, ParseError> {
     v.as_object()
         .ok_or_else(|| ParseError::NotAnObject { path: path.into() })
 }
 
-fn invalid(path: impl Into<String>, reason: &'static str) -> ParseError {
+pub(crate) fn invalid(path: impl Into<String>, reason: &'static str) -> ParseError {
     ParseError::InvalidValue {
         path: path.into(),
         reason,
@@ -432,7 +440,7 @@ fn req<'a>(obj: &'a Map<String, Value>, prefix: &str, key: &str) -> Result<&'a V
     }
 }
 
-fn req_str<'a>(
+pub(crate) fn req_str<'a>(
     obj: &'a Map<String, Value>,
     prefix: &str,
     key: &str,
@@ -445,7 +453,7 @@ fn req_str<'a>(
         })
 }
 
-fn req_id(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<Id, ParseError> {
+pub(crate) fn req_id(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<Id, ParseError> {
     Id::try_from(req_str(obj, prefix, key)?)
         .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
 }
@@ -456,7 +464,11 @@ fn req_text(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<String,
     Ok(s.to_owned())
 }
 
-fn req_u64(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<u64, ParseError> {
+pub(crate) fn req_u64(
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<u64, ParseError> {
     // `as_u64` is None for negatives, floats (even 2.0) and numbers beyond
     // u64, which is exactly the set we refuse.
     req(obj, prefix, key)?
@@ -468,16 +480,32 @@ fn req_u64(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<u64, Par
 }
 
 fn req_amount(data: &Map<String, Value>, key: &str) -> Result<Amount, ParseError> {
-    Amount::try_from(req_u64(data, "data.", key)?)
-        .map_err(|reason| invalid(format!("data.{key}"), reason))
+    req_amount_at(data, "data.", key)
 }
 
 fn req_currency(data: &Map<String, Value>, key: &str) -> Result<Currency, ParseError> {
-    Currency::try_from(req_str(data, "data.", key)?)
-        .map_err(|reason| invalid(format!("data.{key}"), reason))
+    req_currency_at(data, "data.", key)
 }
 
-fn check_text(s: &str, max: usize) -> Result<(), &'static str> {
+pub(crate) fn req_amount_at(
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<Amount, ParseError> {
+    Amount::try_from(req_u64(obj, prefix, key)?)
+        .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
+}
+
+pub(crate) fn req_currency_at(
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<Currency, ParseError> {
+    Currency::try_from(req_str(obj, prefix, key)?)
+        .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
+}
+
+pub(crate) fn check_text(s: &str, max: usize) -> Result<(), &'static str> {
     if s.trim().is_empty() {
         Err("must not be empty")
     } else if s.len() > max {

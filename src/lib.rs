@@ -6,32 +6,50 @@
 //!
 //! # Layout
 //!
+//! Shared by both functions:
+//! - [`batch`]: runs one SQS batch for any [`batch::Handler`]: parses every
+//!   record first, groups them, applies each group in order with bounded
+//!   concurrency, honours FIFO groups and the deadline, logs one line per
+//!   record, emits the EMF metrics line, and builds the partial-batch
+//!   response.
+//! - [`sqs`]: the SQS event as read from the Runtime API, strictly (the
+//!   event and each record must be JSON objects).
+//! - [`error`]: [`error::StoreError`], DynamoDB failures free of SDK types,
+//!   each saying whether it is retryable.
+//! - [`metrics`]: the per-invocation CloudWatch EMF line.
+//! - [`bootstrap`]: logging and the DynamoDB client, once per cold start.
+//!
+//! The order consumer (`order-consumer`):
 //! - [`event`]: the wire contract. Parses one SQS body (plain, SNS-wrapped or
 //!   EventBridge-wrapped) into a validated [`event::OrderEvent`], or a
-//!   specific [`event::ParseError`].
+//!   specific [`event::ParseError`]; its body reading and newtypes are
+//!   shared with the ledger.
 //! - [`domain`]: the order state machine and [`domain::classify_refusal`],
 //!   which says what a failed condition means (duplicate, stale, early,
 //!   rejected, conflict). Pure: no SDK types, no I/O.
-//! - [`store`]: the DynamoDB adapter, the only place that builds expressions
-//!   and maps SDK errors to [`error::StoreError`].
-//! - [`batch`]: runs one SQS batch: groups by order, applies in order with
-//!   bounded concurrency, honours FIFO groups and the deadline, and builds the
-//!   partial-batch response.
+//! - [`store`]: the DynamoDB adapter, the only place that builds the order
+//!   expressions and maps SDK errors to [`error::StoreError`].
 //! - [`cache`]: the warm-container dedupe cache, which settles proven
 //!   duplicates and stale events with no DynamoDB request.
-//! - [`sqs`]: the SQS event as read from the Runtime API, strictly (the
-//!   event and each record must be JSON objects).
-//! - [`metrics`]: the per-invocation CloudWatch EMF line.
+//! - [`orders`]: the order [`batch::Handler`]: cache, then one conditional
+//!   write, then classification.
 //! - [`config`]: environment configuration, read once per cold start.
-//! - [`Consumer`] (here): the Lambda handler tying them together.
+//! - [`Consumer`] (here): the Lambda function tying them together.
+//!
+//! The payment ledger (`payment-ledger`), a transactional inbox:
+//! - [`ledger`]: its contract, the classification of a cancelled
+//!   transaction, the TransactWriteItems adapter, and its function.
 
 pub mod batch;
+pub mod bootstrap;
 pub mod cache;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod event;
+pub mod ledger;
 pub mod metrics;
+pub mod orders;
 pub mod sqs;
 pub mod store;
 
@@ -42,29 +60,26 @@ use tokio::time::Instant;
 use crate::batch::{BatchError, BatchReport, Settings};
 use crate::cache::DedupeCache;
 use crate::config::Config;
-use crate::metrics::OutcomeCounts;
+use crate::orders::Orders;
 use crate::store::OrderStore;
 
 /// The function: built once per cold start, shared by every invocation.
 #[derive(Debug)]
 pub struct Consumer {
-    store: OrderStore,
-    /// Lives as long as the warm container: that is the point of it.
-    cache: DedupeCache,
+    orders: Orders,
     config: Config,
 }
 
 impl Consumer {
     pub fn new(store: OrderStore, config: Config) -> Self {
         Self {
-            cache: DedupeCache::new(config.dedupe_cache_size),
-            store,
+            orders: Orders::new(store, DedupeCache::new(config.dedupe_cache_size)),
             config,
         }
     }
 
     pub fn cache(&self) -> &DedupeCache {
-        &self.cache
+        self.orders.cache()
     }
 
     pub fn settings(&self) -> Settings {
@@ -79,26 +94,11 @@ impl Consumer {
         &self,
         event: LambdaEvent<SqsEvent>,
     ) -> Result<SqsBatchResponse, BatchError> {
-        let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
-        tracing::info!(
-            request_id = %event.context.request_id,
-            records = event.payload.records.len(),
-            deadline_ms = event.context.deadline,
-            remaining_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
-            "batch received"
-        );
-        let (report, response) = self.handle_batch(&event.payload, deadline).await;
-        metrics::emit(&metrics::emf_document(
-            &self.config.metrics_namespace,
-            &self.config.function_name,
-            &OutcomeCounts::tally(report.outcomes()),
-            &[
-                ("BatchSize", report.records.len() as u64),
-                ("CacheHits", report.cache_hits),
-                ("CacheMisses", report.cache_misses),
-            ],
-        ));
-        response
+        let metrics = batch::Metrics {
+            namespace: &self.config.metrics_namespace,
+            function_name: &self.config.function_name,
+        };
+        batch::handle(&self.orders, self.settings(), metrics, event).await
     }
 
     /// Process a batch and build the response, keeping the per-record report
@@ -108,18 +108,6 @@ impl Consumer {
         event: &SqsEvent,
         deadline: Instant,
     ) -> (BatchReport, Result<SqsBatchResponse, BatchError>) {
-        let report = batch::process(
-            &self.store,
-            &self.cache,
-            self.settings(),
-            &event.records,
-            deadline,
-        )
-        .await;
-        let response = report.to_response();
-        if let Err(e) = &response {
-            tracing::error!(error = %e, "failing the invocation");
-        }
-        (report, response)
+        batch::handle_batch(&self.orders, self.settings(), event, deadline).await
     }
 }

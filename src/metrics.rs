@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::domain::Outcome;
+use crate::batch::Verdict;
 
 /// Count of records per outcome label, every label present (zeros included,
 /// so a dashboard shows 0 rather than "no data").
@@ -18,8 +18,8 @@ use crate::domain::Outcome;
 pub struct OutcomeCounts(pub BTreeMap<&'static str, u64>);
 
 impl OutcomeCounts {
-    pub fn tally<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Self {
-        let mut m: BTreeMap<&'static str, u64> = Outcome::LABELS.iter().map(|l| (*l, 0)).collect();
+    pub fn tally<'a, O: Verdict>(outcomes: impl IntoIterator<Item = &'a O>) -> Self {
+        let mut m: BTreeMap<&'static str, u64> = O::LABELS.iter().map(|l| (*l, 0)).collect();
         for o in outcomes {
             *m.entry(o.label()).or_default() += 1;
         }
@@ -83,6 +83,7 @@ pub fn emit(doc: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Outcome;
 
     #[test]
     fn document_has_every_outcome_and_its_declaration() {

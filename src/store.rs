@@ -281,7 +281,6 @@ enum Refusal {
 fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
     let mapped = match &err {
         SdkError::ServiceError(ctx) => {
-            let status = ctx.raw().status().as_u16();
             let code = ctx.err().code().unwrap_or("Unknown").to_owned();
             match ctx.err() {
                 UpdateItemError::ConditionalCheckFailedException(e) => {
@@ -297,19 +296,35 @@ fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
                 | UpdateItemError::ReplicatedWriteConflictException(_) => {
                     StoreError::Server { code }
                 }
-                _ => match code.as_str() {
-                    "ThrottlingException"
-                    | "ProvisionedThroughputExceededException"
-                    | "RequestLimitExceeded" => StoreError::Throttled { code },
-                    "AccessDeniedException"
-                    | "UnrecognizedClientException"
-                    | "MissingAuthenticationTokenException"
-                    | "InvalidSignatureException" => StoreError::AccessDenied { code },
-                    _ if status >= 500 => StoreError::Server { code },
-                    _ => StoreError::Client { code },
-                },
+                _ => by_code(code, ctx.raw().status().as_u16()),
             }
         }
+        other => transport_error(other),
+    };
+    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "DynamoDB call failed");
+    Refusal::Error(mapped)
+}
+
+/// A service error this SDK version does not model as a variant of the
+/// operation's error, mapped by its structured code and HTTP status.
+pub(crate) fn by_code(code: String, status: u16) -> StoreError {
+    match code.as_str() {
+        "ThrottlingException"
+        | "ProvisionedThroughputExceededException"
+        | "RequestLimitExceeded" => StoreError::Throttled { code },
+        "AccessDeniedException"
+        | "UnrecognizedClientException"
+        | "MissingAuthenticationTokenException"
+        | "InvalidSignatureException" => StoreError::AccessDenied { code },
+        _ if status >= 500 => StoreError::Server { code },
+        _ => StoreError::Client { code },
+    }
+}
+
+/// Errors that never reached a DynamoDB verdict: timeouts, connections,
+/// unreadable responses, requests that could not be built.
+pub(crate) fn transport_error<E, R>(err: &SdkError<E, R>) -> StoreError {
+    match err {
         SdkError::TimeoutError(_) => StoreError::Timeout,
         SdkError::DispatchFailure(d) if d.is_timeout() => StoreError::Timeout,
         SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => StoreError::Network,
@@ -317,20 +332,22 @@ fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
             code: "ConstructionFailure".into(),
         },
         _ => StoreError::Network,
-    };
-    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "DynamoDB call failed");
-    Refusal::Error(mapped)
+    }
 }
 
-/// Create the orders table (hash key `order_id`, on-demand). For tests, the
-/// local demo and tooling; in AWS the table comes from template.yaml.
-pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+/// Create a table with a string hash key, on demand. For tests, the local
+/// demo and tooling; in AWS the tables come from template.yaml.
+pub async fn create_table_with_key(
+    client: &Client,
+    table: &str,
+    key: &str,
+) -> Result<(), StoreError> {
     client
         .create_table()
         .table_name(table)
         .attribute_definitions(
             AttributeDefinition::builder()
-                .attribute_name(KEY)
+                .attribute_name(key)
                 .attribute_type(ScalarAttributeType::S)
                 .build()
                 .map_err(|e| StoreError::Client {
@@ -339,7 +356,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         )
         .key_schema(
             KeySchemaElement::builder()
-                .attribute_name(KEY)
+                .attribute_name(key)
                 .key_type(KeyType::Hash)
                 .build()
                 .map_err(|e| StoreError::Client {
@@ -363,6 +380,11 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .await
         .map_err(|_| StoreError::Timeout)?;
     Ok(())
+}
+
+/// Create the orders table (hash key `order_id`, on-demand).
+pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    create_table_with_key(client, table, KEY).await
 }
 
 /// Format a time as RFC 3339 UTC with millisecond precision, e.g.

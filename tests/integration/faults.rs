@@ -20,15 +20,17 @@ use tokio::time::Instant;
 use crate::support::*;
 
 #[derive(Clone, Copy)]
-enum Fault {
+pub enum Fault {
     /// Answer with this HTTP status and DynamoDB error type.
     Error(u16, &'static str),
+    /// Answer with this HTTP status and this exact JSON error body.
+    Body(u16, &'static str),
     /// Accept the request and never answer.
     Hang,
 }
 
 /// Serve `fault` on 127.0.0.1:0; returns the URL and a request counter.
-async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
+pub async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let count = Arc::new(AtomicUsize::new(0));
@@ -69,10 +71,17 @@ async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
                             tokio::time::sleep(Duration::from_secs(3600)).await;
                             return;
                         }
-                        Fault::Error(status, kind) => {
-                            let body = format!(
-                                r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected {kind}"}}"#
-                            );
+                        Fault::Error(_, _) | Fault::Body(_, _) => {
+                            let (status, body) = match fault {
+                                Fault::Body(status, body) => (status, body.to_owned()),
+                                Fault::Error(status, kind) => (
+                                    status,
+                                    format!(
+                                        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected {kind}"}}"#
+                                    ),
+                                ),
+                                Fault::Hang => unreachable!("handled above"),
+                            };
                             let resp = format!(
                                 "HTTP/1.1 {status} Injected\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: test\r\nContent-Length: {}\r\n\r\n{body}",
                                 body.len()

@@ -5,6 +5,7 @@
 mod batches;
 mod cache;
 mod faults;
+mod ledger;
 mod outcomes;
 mod sample_events;
 mod support;

@@ -22,21 +22,32 @@ fn events_dir() -> PathBuf {
 }
 
 fn scenarios() -> Vec<Scenario> {
-    let text = std::fs::read_to_string(events_dir().join("scenarios.json"))
-        .expect("events/scenarios.json");
+    scenarios_in(&events_dir())
+}
+
+fn scenarios_in(dir: &std::path::Path) -> Vec<Scenario> {
+    let text = std::fs::read_to_string(dir.join("scenarios.json")).expect("scenarios.json");
     serde_json::from_str(&text).expect("scenarios.json parses")
 }
 
 fn load(file: &str) -> SqsEvent {
-    let text =
-        std::fs::read_to_string(events_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    load_in(&events_dir(), file)
+}
+
+fn load_in(dir: &std::path::Path, file: &str) -> SqsEvent {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file} is not an SQS event: {e}"))
 }
 
 #[test]
 fn every_event_file_is_listed_and_is_a_well_formed_sqs_event() {
-    let listed: Vec<String> = scenarios().into_iter().map(|s| s.file).collect();
-    let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
+    check_files(&events_dir());
+    check_files(&events_dir().join("ledger"));
+}
+
+fn check_files(dir: &std::path::Path) {
+    let listed: Vec<String> = scenarios_in(dir).into_iter().map(|s| s.file).collect();
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".json") && n != "scenarios.json")
@@ -47,7 +58,7 @@ fn every_event_file_is_listed_and_is_a_well_formed_sqs_event() {
         "every sample event has a scenario, in file order"
     );
     for file in &listed {
-        let event = load(file);
+        let event = load_in(dir, file);
         assert!(!event.records.is_empty(), "{file}");
         for r in &event.records {
             let body = r.body.as_deref().expect("body");
@@ -111,4 +122,29 @@ async fn each_sample_event_shows_its_outcome() {
         assert_eq!(db.status(order).await.as_deref(), Some(status), "{order}");
     }
     assert_eq!(db.count_items().await, final_status.len());
+}
+
+#[tokio::test]
+async fn each_ledger_sample_event_shows_its_outcome() {
+    let dir = events_dir().join("ledger");
+    let db = LedgerDb::new().await;
+    let l = db.consumer();
+    for sc in scenarios_in(&dir) {
+        let event = load_in(&dir, &sc.file);
+        let (got, failed) = run_ledger(&l, &event).await;
+        assert_eq!(got, sc.expect, "{}: {}", sc.file, sc.title);
+        let expected_failed: Vec<String> = event
+            .records
+            .iter()
+            .zip(&sc.expect)
+            .filter(|(_, e)| !matches!(e.as_str(), "Applied" | "Duplicate" | "Rejected"))
+            .map(|(r, _)| r.message_id.clone().unwrap())
+            .collect();
+        assert_eq!(failed, expected_failed, "{}", sc.file);
+    }
+    // acct-1: +500000 -200000; acct-2: +120000 +5000; acct-3: +80000 -30000.
+    assert_eq!(db.account("acct-1").await, Some((300_000, 2, "INR".into())));
+    assert_eq!(db.account("acct-2").await, Some((125_000, 2, "INR".into())));
+    assert_eq!(db.account("acct-3").await, Some((50_000, 2, "INR".into())));
+    assert_eq!(db.entries().await.len(), 6);
 }

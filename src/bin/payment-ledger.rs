@@ -1,0 +1,37 @@
+//! The `payment-ledger` Lambda: SQS payment events applied to a ledger and
+//! account balances, one TransactWriteItems per event. Same bootstrap as
+//! `order-consumer`: configuration, telemetry and the client once per cold
+//! start.
+
+use lambda_runtime::{LambdaEvent, service_fn};
+use order_consumer::bootstrap;
+use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
+use order_consumer::sqs::SqsInput;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    bootstrap::init_tracing();
+
+    let config = match LedgerConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid configuration");
+            return Err(e.into());
+        }
+    };
+    let client = bootstrap::dynamodb_client().await;
+    tracing::info!(
+        ledger_table = %config.ledger_table,
+        accounts_table = %config.accounts_table,
+        max_concurrency = config.max_concurrency,
+        "cold start"
+    );
+    let ledger = LedgerConsumer::new(client, config);
+
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsInput>| {
+        let ledger = &ledger;
+        let event = LambdaEvent::new(event.payload.into_inner(), event.context);
+        async move { ledger.handle(event).await }
+    }))
+    .await
+}

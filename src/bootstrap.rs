@@ -1,0 +1,30 @@
+//! What both functions do once per cold start.
+
+use crate::store;
+
+/// JSON logs to stdout (CloudWatch), level from RUST_LOG (default info).
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_target(false)
+        .without_time() // Lambda timestamps every line already.
+        .init();
+}
+
+/// The DynamoDB client, with the retry and timeout policy of
+/// [`store::retry_config`] and [`store::timeout_config`]. Region,
+/// credentials and `AWS_ENDPOINT_URL_DYNAMODB` (for local servers) come from
+/// the standard AWS environment.
+pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .retry_config(store::retry_config())
+        .timeout_config(store::timeout_config())
+        .load()
+        .await;
+    aws_sdk_dynamodb::Client::new(&sdk_config)
+}

@@ -1,0 +1,217 @@
+//! The payment ledger's wire contract: one SQS body, parsed and validated
+//! into a [`LedgerEvent`], or a specific [`ParseError`]. Shares the body
+//! reading (size limit, JSON, SNS/EventBridge unwrapping) and the validated
+//! newtypes with the order consumer.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::event::{
+    Amount, Currency, Id, ParseError, Timestamp, as_object, invalid, read_body, req_amount_at,
+    req_currency_at, req_id, req_str,
+};
+
+/// What the event does to the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Movement {
+    /// Money in: `+amount` on the account, a new capture entry.
+    Captured,
+    /// Money back out of an earlier capture: `-amount`, a new refund entry.
+    Refunded { refund_id: Id },
+}
+
+/// A validated ledger event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEvent {
+    pub event_id: Id,
+    pub movement: Movement,
+    pub payment_id: Id,
+    pub account_id: Id,
+    pub amount: Amount,
+    pub currency: Currency,
+    pub occurred_at: Timestamp,
+}
+
+impl LedgerEvent {
+    /// The wire name used in the `type` field.
+    pub fn type_name(&self) -> &'static str {
+        match self.movement {
+            Movement::Captured => "PaymentCaptured",
+            Movement::Refunded { .. } => "PaymentRefunded",
+        }
+    }
+
+    /// The ledger entry this event creates: its idempotency key. The
+    /// business id (payment, refund), not the eventId, so a producer that
+    /// re-publishes the same capture under a new eventId is still a
+    /// duplicate.
+    pub fn entry_id(&self) -> String {
+        match &self.movement {
+            Movement::Captured => capture_entry_id(self.payment_id.as_str()),
+            Movement::Refunded { refund_id } => format!("refund:{refund_id}"),
+        }
+    }
+
+    /// The capture entry a refund draws on (for a capture, its own entry).
+    pub fn capture_entry_id(&self) -> String {
+        capture_entry_id(self.payment_id.as_str())
+    }
+
+    /// The signed amount the entry holds and the balance moves by.
+    pub fn signed_amount(&self) -> i128 {
+        let a = i128::from(self.amount.get());
+        match self.movement {
+            Movement::Captured => a,
+            Movement::Refunded { .. } => -a,
+        }
+    }
+
+    /// `ClientRequestToken` for the transaction: derived from the eventId
+    /// and the event's content, at most 36 characters. An SDK retry (or a
+    /// redelivery) of the same event within DynamoDB's 10-minute window is
+    /// then a no-op that reports success; the same eventId with different
+    /// content gets another token, so it is checked (and refused) instead
+    /// of colliding with IdempotentParameterMismatch.
+    pub fn request_token(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [
+            self.event_id.as_str(),
+            self.type_name(),
+            &self.entry_id(),
+            self.payment_id.as_str(),
+            self.account_id.as_str(),
+            &self.amount.get().to_string(),
+            self.currency.as_str(),
+            self.occurred_at.as_str(),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        h.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+pub fn capture_entry_id(payment_id: &str) -> String {
+    format!("pay:{payment_id}")
+}
+
+/// Parse one SQS message body (plain, SNS- or EventBridge-wrapped).
+pub fn parse_ledger_body(body: Option<&str>) -> Result<LedgerEvent, ParseError> {
+    parse_event(&read_body(body)?)
+}
+
+fn parse_event(value: &Value) -> Result<LedgerEvent, ParseError> {
+    let obj = as_object(value, "(event)")?;
+    let type_name = req_str(obj, "", "type")?;
+    let refund = match type_name {
+        "PaymentCaptured" => false,
+        "PaymentRefunded" => true,
+        other => return Err(ParseError::UnknownType(other.chars().take(64).collect())),
+    };
+    let event_id = req_id(obj, "", "eventId")?;
+    let payment_id = req_id(obj, "", "paymentId")?;
+    let movement = if refund {
+        Movement::Refunded {
+            refund_id: req_id(obj, "", "refundId")?,
+        }
+    } else {
+        Movement::Captured
+    };
+    let account_id = req_id(obj, "", "accountId")?;
+    let amount = req_amount_at(obj, "", "amount")?;
+    let currency = req_currency_at(obj, "", "currency")?;
+    let occurred_at = Timestamp::try_from(req_str(obj, "", "occurredAt")?)
+        .map_err(|reason| invalid("occurredAt", reason))?;
+    Ok(LedgerEvent {
+        event_id,
+        movement,
+        payment_id,
+        account_id,
+        amount,
+        currency,
+        occurred_at,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn capture() -> Value {
+        json!({"eventId": "evt-1", "type": "PaymentCaptured", "paymentId": "p1",
+               "accountId": "acct-1", "amount": 500, "currency": "INR",
+               "occurredAt": "2026-11-29T10:15:00Z"})
+    }
+
+    fn parse(v: &Value) -> Result<LedgerEvent, ParseError> {
+        parse_ledger_body(Some(&v.to_string()))
+    }
+
+    #[test]
+    fn parses_captures_and_refunds() {
+        let c = parse(&capture()).expect("capture");
+        assert_eq!(c.entry_id(), "pay:p1");
+        assert_eq!(c.signed_amount(), 500);
+        let mut r = capture();
+        r["type"] = json!("PaymentRefunded");
+        r["refundId"] = json!("r1");
+        r["amount"] = json!(200);
+        let r = parse(&r).expect("refund");
+        assert_eq!(r.entry_id(), "refund:r1");
+        assert_eq!(r.capture_entry_id(), "pay:p1");
+        assert_eq!(r.signed_amount(), -200);
+    }
+
+    #[test]
+    fn bad_input_gets_a_specific_error() {
+        let mut v = capture();
+        v["type"] = json!("PaymentRefunded");
+        assert_eq!(
+            parse(&v),
+            Err(ParseError::MissingField {
+                path: "refundId".into()
+            })
+        );
+        for (field, bad) in [
+            ("amount", json!(0)),
+            ("amount", json!(-5)),
+            ("amount", json!(2.5)),
+            ("currency", json!("inr")),
+            ("accountId", json!("")),
+            ("occurredAt", json!("yesterday")),
+        ] {
+            let mut v = capture();
+            v[field] = bad.clone();
+            assert!(parse(&v).is_err(), "{field} = {bad}");
+        }
+        let mut v = capture();
+        v["type"] = json!("PaymentTeleported");
+        assert!(matches!(parse(&v), Err(ParseError::UnknownType(_))));
+        assert_eq!(parse_ledger_body(None), Err(ParseError::MissingBody));
+    }
+
+    #[test]
+    fn the_request_token_follows_the_event_and_its_content() {
+        let a = parse(&capture()).unwrap();
+        let t = a.request_token();
+        assert_eq!(t.len(), 32, "ClientRequestToken allows at most 36");
+        assert_eq!(parse(&capture()).unwrap().request_token(), t);
+        let mut changed = capture();
+        changed["amount"] = json!(501);
+        assert_ne!(parse(&changed).unwrap().request_token(), t);
+        let mut other_event = capture();
+        other_event["eventId"] = json!("evt-2");
+        assert_ne!(parse(&other_event).unwrap().request_token(), t);
+    }
+
+    #[test]
+    fn sns_wrapped_events_are_unwrapped() {
+        let sns = json!({"Type": "Notification", "TopicArn": "arn:aws:sns:eu-west-1:1:t",
+                         "Message": capture().to_string()});
+        assert_eq!(parse(&sns), parse(&capture()));
+    }
+}

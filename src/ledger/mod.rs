@@ -1,0 +1,232 @@
+//! The payment ledger: a transactional inbox on DynamoDB.
+//!
+//! "Add 500 to the balance" is not idempotent, and no condition on the
+//! account alone can tell a redelivery from a second payment of the same
+//! amount. So the processed key (the ledger entry, `pay:{paymentId}` or
+//! `refund:{refundId}`) and the effect (the balance) are written in **one
+//! TransactWriteItems**: the entry can be created only once, and the balance
+//! moves only if it is.
+//!
+//! - [`event`]: the wire contract, parsed into a validated [`LedgerEvent`].
+//! - [`domain`]: [`LedgerOutcome`] and the classification of a cancelled
+//!   transaction from its reasons. Pure.
+//! - [`store`]: the adapter that builds the transaction.
+//! - [`Ledger`] (here): the [`Handler`] the shared batch machinery runs;
+//!   [`LedgerConsumer`]: the Lambda function.
+
+pub mod domain;
+pub mod event;
+pub mod store;
+
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+use tokio::time::Instant;
+use tracing::{Span, field};
+
+use crate::batch::{self, BatchReport, Cx, Handler, Settings};
+use crate::config::{ConfigError, DEFAULT_DEADLINE_MARGIN_MS, DEFAULT_MAX_CONCURRENCY, parse_in};
+use crate::event::ParseError;
+pub use domain::LedgerOutcome;
+pub use event::LedgerEvent;
+use event::{Movement, parse_ledger_body};
+use store::{LedgerStore, Txn};
+
+/// The ledger's record handling.
+#[derive(Debug)]
+pub struct Ledger {
+    store: LedgerStore,
+}
+
+impl Ledger {
+    pub fn new(store: LedgerStore) -> Self {
+        Ledger { store }
+    }
+}
+
+impl Handler for Ledger {
+    type Event = LedgerEvent;
+    type Outcome = LedgerOutcome;
+
+    fn parse(&self, body: Option<&str>) -> Result<LedgerEvent, ParseError> {
+        parse_ledger_body(body)
+    }
+
+    /// One account's records are applied one after another: they all update
+    /// the account item, and concurrent transactions on one item cancel each
+    /// other (TransactionConflict).
+    fn key(&self, ev: &LedgerEvent) -> String {
+        ev.account_id.to_string()
+    }
+
+    /// Captures before refunds, so that a refund in the same batch as its
+    /// capture is not needlessly early.
+    fn rank(&self, ev: &LedgerEvent) -> u64 {
+        match ev.movement {
+            Movement::Captured => 0,
+            Movement::Refunded { .. } => 1,
+        }
+    }
+
+    fn span(&self, message_id: &str, ev: Option<&LedgerEvent>) -> Span {
+        tracing::info_span!(
+            "record",
+            message_id,
+            account_id = ev.map(|e| e.account_id.as_str()),
+            event_id = ev.map(|e| e.event_id.as_str()),
+            entry_id = ev.map(|e| e.entry_id()),
+            event_type = ev.map(|e| e.type_name()),
+            outcome = field::Empty,
+        )
+    }
+
+    async fn apply(&self, ev: &LedgerEvent, _cx: &Cx) -> LedgerOutcome {
+        match self.store.apply(ev).await {
+            Ok(Txn::Committed) => LedgerOutcome::Applied,
+            Ok(Txn::Cancelled(c)) => domain::classify_cancellation(ev, &c),
+            Err(e) => LedgerOutcome::Failed(e),
+        }
+    }
+}
+
+/// The ledger function's configuration, read once per cold start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerConfig {
+    /// `LEDGER_TABLE` (required): entries, hash key `entry_id`.
+    pub ledger_table: String,
+    /// `ACCOUNTS_TABLE` (required): balances, hash key `account_id`.
+    pub accounts_table: String,
+    /// `MAX_CONCURRENCY` (default 8, 1..=256): accounts written concurrently.
+    pub max_concurrency: usize,
+    /// `DEADLINE_MARGIN_MS` (default 2000), as for the order consumer.
+    pub deadline_margin: Duration,
+    /// `METRICS_NAMESPACE` (default `PaymentLedger`).
+    pub metrics_namespace: String,
+    /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda).
+    pub function_name: String,
+}
+
+impl LedgerConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required = |var: &'static str| {
+            get(var)
+                .filter(|s| !s.trim().is_empty())
+                .ok_or(ConfigError::Missing(var))
+        };
+        let optional = |var: &str, default: &str| {
+            get(var)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        Ok(LedgerConfig {
+            ledger_table: required("LEDGER_TABLE")?,
+            accounts_table: required("ACCOUNTS_TABLE")?,
+            max_concurrency: parse_in(
+                &get,
+                "MAX_CONCURRENCY",
+                DEFAULT_MAX_CONCURRENCY as u64,
+                1..=256,
+            )? as usize,
+            deadline_margin: Duration::from_millis(parse_in(
+                &get,
+                "DEADLINE_MARGIN_MS",
+                DEFAULT_DEADLINE_MARGIN_MS,
+                0..=60_000,
+            )?),
+            metrics_namespace: optional("METRICS_NAMESPACE", "PaymentLedger"),
+            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", "payment-ledger"),
+        })
+    }
+}
+
+/// The `payment-ledger` function: built once per cold start.
+#[derive(Debug)]
+pub struct LedgerConsumer {
+    ledger: Ledger,
+    config: LedgerConfig,
+}
+
+impl LedgerConsumer {
+    pub fn new(client: aws_sdk_dynamodb::Client, config: LedgerConfig) -> Self {
+        let store = LedgerStore::new(client, &config.ledger_table, &config.accounts_table);
+        LedgerConsumer {
+            ledger: Ledger::new(store),
+            config,
+        }
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            max_concurrency: self.config.max_concurrency,
+            deadline_margin: self.config.deadline_margin,
+        }
+    }
+
+    /// The Lambda entry point. Invocation errors are reported as
+    /// `PaymentLedger.DynamoDbOutage` / `PaymentLedger.RecordWithoutMessageId`.
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, lambda_runtime::Diagnostic> {
+        let metrics = batch::Metrics {
+            namespace: &self.config.metrics_namespace,
+            function_name: &self.config.function_name,
+        };
+        batch::handle(&self.ledger, self.settings(), metrics, event)
+            .await
+            .map_err(|e| e.diagnostic("PaymentLedger"))
+    }
+
+    /// Process a batch, keeping the per-record report (tests, the demo).
+    pub async fn handle_batch(
+        &self,
+        event: &SqsEvent,
+        deadline: Instant,
+    ) -> (
+        BatchReport<LedgerOutcome>,
+        Result<SqsBatchResponse, batch::BatchError>,
+    ) {
+        batch::handle_batch(&self.ledger, self.settings(), event, deadline).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn both_tables_are_required() {
+        let env = |pairs: &[(&str, &str)]| {
+            let m: HashMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            LedgerConfig::from_lookup(move |k| m.get(k).cloned())
+        };
+        assert_eq!(
+            env(&[("ACCOUNTS_TABLE", "a")]),
+            Err(ConfigError::Missing("LEDGER_TABLE"))
+        );
+        assert_eq!(
+            env(&[("LEDGER_TABLE", "l")]),
+            Err(ConfigError::Missing("ACCOUNTS_TABLE"))
+        );
+        let c = env(&[("LEDGER_TABLE", "l"), ("ACCOUNTS_TABLE", "a")]).unwrap();
+        assert_eq!(c.metrics_namespace, "PaymentLedger");
+        assert_eq!(c.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        assert!(
+            env(&[
+                ("LEDGER_TABLE", "l"),
+                ("ACCOUNTS_TABLE", "a"),
+                ("MAX_CONCURRENCY", "0")
+            ])
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! The ledger's DynamoDB adapter: the only ledger code that knows attribute
+//! names, builds expressions or touches SDK types.
+//!
+//! One event = one `TransactWriteItems`: the new entry and the balance move
+//! commit together or not at all, so "record the processed key" and "apply
+//! the effect" can never be split by a crash, a timeout or a redelivery.
+//! Every item asks for `ReturnValuesOnConditionCheckFailure = ALL_OLD`, so a
+//! cancelled transaction is classified from the items that caused it, with
+//! no second read.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
+};
+
+use crate::error::StoreError;
+use crate::ledger::domain::{AccountSnapshot, Cancellation, EntrySnapshot, Reason};
+use crate::ledger::event::{LedgerEvent, Movement};
+use crate::store::{by_code, transport_error};
+
+/// The ledger table's hash key.
+pub const ENTRY_KEY: &str = "entry_id";
+/// The accounts table's hash key.
+pub const ACCOUNT_KEY: &str = "account_id";
+
+/// What DynamoDB said to one ledger transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Txn {
+    Committed,
+    Cancelled(Cancellation),
+}
+
+#[derive(Debug, Clone)]
+pub struct LedgerStore {
+    client: Client,
+    ledger_table: String,
+    accounts_table: String,
+}
+
+impl LedgerStore {
+    pub fn new(
+        client: Client,
+        ledger_table: impl Into<String>,
+        accounts_table: impl Into<String>,
+    ) -> Self {
+        LedgerStore {
+            client,
+            ledger_table: ledger_table.into(),
+            accounts_table: accounts_table.into(),
+        }
+    }
+
+    /// Write `ev`'s entry and move its account's balance, atomically.
+    pub async fn apply(&self, ev: &LedgerEvent) -> Result<Txn, StoreError> {
+        let items = self.transaction(ev)?;
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            // Derived from the event: an SDK retry of a transaction that did
+            // commit (the answer was lost) is a no-op reporting success.
+            .client_request_token(ev.request_token())
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Txn::Committed),
+            Err(err) => map_error(ev, err),
+        }
+    }
+
+    /// The transaction's items, in the order [`map_error`] reads the
+    /// cancellation reasons: the new entry, (refunds) the capture, the
+    /// account. Deterministic for a given event (no processing time inside),
+    /// which the ClientRequestToken requires: the same token with other
+    /// parameters would be an IdempotentParameterMismatch.
+    fn transaction(&self, ev: &LedgerEvent) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: i128| AttributeValue::N(v.to_string());
+        let amount = i128::from(ev.amount.get());
+        let all_old = ReturnValuesOnConditionCheckFailure::AllOld;
+        let built = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Client {
+            code: format!("request: {e}"),
+        };
+
+        let mut entry: HashMap<String, AttributeValue> = HashMap::from([
+            (ENTRY_KEY.to_owned(), s(&ev.entry_id())),
+            ("account_id".to_owned(), s(ev.account_id.as_str())),
+            ("amount".to_owned(), n(ev.signed_amount())),
+            ("currency".to_owned(), s(ev.currency.as_str())),
+            ("payment_id".to_owned(), s(ev.payment_id.as_str())),
+            ("event_id".to_owned(), s(ev.event_id.as_str())),
+            ("event_type".to_owned(), s(ev.type_name())),
+            ("occurred_at".to_owned(), s(ev.occurred_at.as_str())),
+        ]);
+        match &ev.movement {
+            Movement::Captured => {
+                // DynamoDB conditions cannot add, so a capture carries what
+                // is left to refund, and a refund's condition compares with it.
+                entry.insert("refundable".to_owned(), n(amount));
+                entry.insert("refunded".to_owned(), n(0));
+            }
+            Movement::Refunded { refund_id } => {
+                entry.insert("refund_id".to_owned(), s(refund_id.as_str()));
+            }
+        }
+        let put_entry = Put::builder()
+            .table_name(&self.ledger_table)
+            .set_item(Some(entry))
+            // The entry id is the idempotency key: it can be written once.
+            .condition_expression("attribute_not_exists(entry_id)")
+            .return_values_on_condition_check_failure(all_old.clone())
+            .build()
+            .map_err(built)?;
+        let mut items = vec![TransactWriteItem::builder().put(put_entry).build()];
+
+        if let Movement::Refunded { .. } = ev.movement {
+            let capture = Update::builder()
+                .table_name(&self.ledger_table)
+                .key(ENTRY_KEY, s(&ev.capture_entry_id()))
+                .update_expression("SET refundable = refundable - :amt ADD refunded :amt")
+                // The capture exists (else the refund is early), belongs to
+                // the same account and currency, and has enough left.
+                .condition_expression(
+                    "attribute_exists(entry_id) AND account_id = :acct AND currency = :cur \
+                     AND refundable >= :amt",
+                )
+                .expression_attribute_values(":amt", n(amount))
+                .expression_attribute_values(":acct", s(ev.account_id.as_str()))
+                .expression_attribute_values(":cur", s(ev.currency.as_str()))
+                .return_values_on_condition_check_failure(all_old.clone())
+                .build()
+                .map_err(built)?;
+            items.push(TransactWriteItem::builder().update(capture).build());
+        }
+
+        let account = Update::builder()
+            .table_name(&self.accounts_table)
+            .key(ACCOUNT_KEY, s(ev.account_id.as_str()))
+            .update_expression(
+                "SET currency = if_not_exists(currency, :cur) ADD balance :delta, entry_count :one",
+            )
+            .condition_expression(match ev.movement {
+                // A capture may open the account; it must not mix currencies.
+                Movement::Captured => "attribute_not_exists(account_id) OR currency = :cur",
+                Movement::Refunded { .. } => "attribute_exists(account_id) AND currency = :cur",
+            })
+            .expression_attribute_values(":cur", s(ev.currency.as_str()))
+            .expression_attribute_values(":delta", n(ev.signed_amount()))
+            .expression_attribute_values(":one", n(1))
+            .return_values_on_condition_check_failure(all_old)
+            .build()
+            .map_err(built)?;
+        items.push(TransactWriteItem::builder().update(account).build());
+        Ok(items)
+    }
+}
+
+/// Map a failed TransactWriteItems: a cancellation to its reasons, by role;
+/// everything else to a [`StoreError`] by variant (or, if unmodelled, by
+/// structured code).
+fn map_error(ev: &LedgerEvent, err: SdkError<TransactWriteItemsError>) -> Result<Txn, StoreError> {
+    let mapped = match &err {
+        SdkError::ServiceError(ctx) => {
+            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
+            match ctx.err() {
+                TransactWriteItemsError::TransactionCanceledException(e) => {
+                    return cancellation(ev, e.cancellation_reasons()).map(Txn::Cancelled);
+                }
+                TransactWriteItemsError::ProvisionedThroughputExceededException(_)
+                | TransactWriteItemsError::RequestLimitExceeded(_)
+                | TransactWriteItemsError::ThrottlingException(_) => StoreError::Throttled { code },
+                TransactWriteItemsError::ResourceNotFoundException(_) => StoreError::TableNotFound,
+                // The same token is still being processed: transient.
+                TransactWriteItemsError::InternalServerError(_)
+                | TransactWriteItemsError::TransactionInProgressException(_) => {
+                    StoreError::Server { code }
+                }
+                // Same token, other parameters: cannot happen with a
+                // deterministic request, and retrying would not help.
+                TransactWriteItemsError::IdempotentParameterMismatchException(_) => {
+                    StoreError::Client { code }
+                }
+                _ => by_code(code, ctx.raw().status().as_u16()),
+            }
+        }
+        other => transport_error(other),
+    };
+    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "TransactWriteItems failed");
+    Err(mapped)
+}
+
+fn cancellation(
+    ev: &LedgerEvent,
+    reasons: &[CancellationReason],
+) -> Result<Cancellation, StoreError> {
+    let refund = matches!(ev.movement, Movement::Refunded { .. });
+    let expected = if refund { 3 } else { 2 };
+    if reasons.len() != expected {
+        return Err(StoreError::Client {
+            code: format!(
+                "TransactionCanceled with {} reasons for {expected} items",
+                reasons.len()
+            ),
+        });
+    }
+    Ok(Cancellation {
+        entry: reason(&reasons[0], entry_snapshot)?,
+        capture: if refund {
+            Some(reason(&reasons[1], entry_snapshot)?)
+        } else {
+            None
+        },
+        account: reason(&reasons[expected - 1], account_snapshot)?,
+    })
+}
+
+type Item = HashMap<String, AttributeValue>;
+
+fn reason<T>(
+    r: &CancellationReason,
+    snapshot: fn(&Item) -> Result<T, StoreError>,
+) -> Result<Reason<T>, StoreError> {
+    Ok(match r.code().unwrap_or("None") {
+        "None" => Reason::Ok,
+        "ConditionalCheckFailed" => Reason::ConditionFailed(r.item().map(snapshot).transpose()?),
+        "TransactionConflict" => Reason::TransactionConflict,
+        code @ ("ThrottlingError" | "ProvisionedThroughputExceeded" | "RequestLimitExceeded") => {
+            Reason::Throttled {
+                code: code.to_owned(),
+            }
+        }
+        code => Reason::Other {
+            code: code.to_owned(),
+        },
+    })
+}
+
+fn entry_snapshot(item: &Item) -> Result<EntrySnapshot, StoreError> {
+    Ok(EntrySnapshot {
+        account_id: text(item, "account_id")?,
+        amount: number(item, "amount")?,
+        currency: text(item, "currency")?,
+        payment_id: text(item, "payment_id")?,
+        refundable: item
+            .contains_key("refundable")
+            .then(|| number(item, "refundable"))
+            .transpose()?,
+    })
+}
+
+fn account_snapshot(item: &Item) -> Result<AccountSnapshot, StoreError> {
+    Ok(AccountSnapshot {
+        currency: text(item, "currency")?,
+        balance: number(item, "balance")?,
+    })
+}
+
+fn text(item: &Item, key: &str) -> Result<String, StoreError> {
+    match item.get(key) {
+        Some(AttributeValue::S(v)) => Ok(v.clone()),
+        _ => Err(StoreError::CorruptItem(format!("`{key}` is not a string"))),
+    }
+}
+
+fn number(item: &Item, key: &str) -> Result<i128, StoreError> {
+    match item.get(key) {
+        Some(AttributeValue::N(v)) => v
+            .parse()
+            .map_err(|_| StoreError::CorruptItem(format!("`{key}` is not an integer"))),
+        _ => Err(StoreError::CorruptItem(format!("`{key}` is not a number"))),
+    }
+}
