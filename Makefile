@@ -30,8 +30,8 @@ test: release ## Run all tests (unit, integration, and the release binary under 
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run
 
-release: ## Build the release binary for this machine (target/release/order-consumer)
-	cargo build --release --bin order-consumer
+release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger)
+	cargo build --release --bins
 
 bench: release ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS
 	cargo build --profile release-untuned --bin order-consumer

@@ -214,13 +214,14 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> LedgerOutcom
     // Contention and throttling first: the other reasons may be incomplete
     // (DynamoDB reports `None` for items it did not get to), so the only
     // safe reading is "retry".
-    for t in [
+    if let Some(t) = [
         transient(&c.entry),
         c.capture.as_ref().and_then(transient),
         transient(&c.account),
     ]
     .into_iter()
     .flatten()
+    .next()
     {
         return LedgerOutcome::Failed(t);
     }

@@ -32,7 +32,7 @@ pub const ACCOUNT_KEY: &str = "account_id";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Txn {
     Committed,
-    Cancelled(Cancellation),
+    Cancelled(Box<Cancellation>),
 }
 
 #[derive(Debug, Clone)]
@@ -169,7 +169,8 @@ fn map_error(ev: &LedgerEvent, err: SdkError<TransactWriteItemsError>) -> Result
             let code = ctx.err().code().unwrap_or("Unknown").to_owned();
             match ctx.err() {
                 TransactWriteItemsError::TransactionCanceledException(e) => {
-                    return cancellation(ev, e.cancellation_reasons()).map(Txn::Cancelled);
+                    return cancellation(ev, e.cancellation_reasons())
+                        .map(|c| Txn::Cancelled(Box::new(c)));
                 }
                 TransactWriteItemsError::ProvisionedThroughputExceededException(_)
                 | TransactWriteItemsError::RequestLimitExceeded(_)

@@ -73,15 +73,26 @@ pub trait Function: Send + Sync + 'static {
 /// Where the release binary is: `ORDER_CONSUMER_BIN`, else
 /// `<CARGO_MANIFEST_DIR>/target/release/order-consumer`.
 pub fn binary_path() -> PathBuf {
-    let path = match std::env::var_os("ORDER_CONSUMER_BIN") {
+    release_binary("ORDER_CONSUMER_BIN", "order-consumer")
+}
+
+/// The payment ledger's release binary (`LEDGER_BIN` overrides).
+pub fn ledger_binary_path() -> PathBuf {
+    release_binary("LEDGER_BIN", "payment-ledger")
+}
+
+fn release_binary(var: &str, name: &str) -> PathBuf {
+    let path = match std::env::var_os(var) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/order-consumer"),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/release")
+            .join(name),
     };
     assert!(
         path.is_file(),
-        "the reliability tests run the release binary, and {} does not exist.\n\
-         Build it first:  cargo build --release --bin order-consumer\n\
-         (or point ORDER_CONSUMER_BIN at a built order-consumer binary)",
+        "the reliability tests run the release binaries, and {} does not exist.\n\
+         Build them first:  cargo build --release --bins\n\
+         (or point {var} at a built {name} binary)",
         path.display()
     );
     path

@@ -12,7 +12,7 @@
 //! mapping), `proxy` (faults), `db` (dynoxide), `model` (workloads and the
 //! oracle), `naive` (a check-then-act consumer the assertions must catch).
 //! Tests: `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
-//! `hostile`, `load`.
+//! `hostile`, `load`, and `ledger` (the payment-ledger binary).
 
 mod db;
 mod function;
@@ -31,4 +31,5 @@ mod crash;
 mod deadline;
 mod faults;
 mod hostile;
+mod ledger;
 mod load;

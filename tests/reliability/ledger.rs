@@ -1,0 +1,456 @@
+//! The payment ledger's property, through the Lambda harness: random
+//! captures and refunds for a few accounts, with duplicates (redelivered and
+//! re-published under a new eventId), shuffled delivery, random batch sizes,
+//! 1 to 3 concurrent `payment-ledger` processes and lost answers, drained
+//! through the SQS simulator. Then, for every account:
+//! balance == the sum of its ledger entries == the sum expected from the
+//! distinct events; every entry exists exactly once; no capture is refunded
+//! beyond its amount; refunds that could never fit are rejected (no entry);
+//! the DLQ is empty; and no message was deleted before its entry existed.
+//!
+//! `PROPTEST_CASES` (default 8) scales it; failing cases are kept in
+//! `ledger.proptest-regressions`.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use proptest::prelude::*;
+use proptest::test_runner::{TestCaseError, TestRunner};
+use serde_json::{Value, json};
+
+use crate::function::ledger_binary_path;
+use crate::harness::{Harness, proptest_config, runtime};
+use crate::sqs::{Audit, DrainOpts, Queue, QueueConfig, Settled, drain};
+use crate::util::Rng;
+
+#[derive(Debug, Clone)]
+struct Case {
+    accounts: usize,
+    captures_per_account: usize,
+    dup_rate: f64,
+    impossible_rate: f64,
+    batch_size: usize,
+    functions: usize,
+    lose_response: f64,
+    seed: u64,
+}
+
+fn case_strategy() -> impl Strategy<Value = Case> {
+    (
+        1usize..=3,
+        1usize..=4,
+        0.0f64..0.6,
+        prop_oneof![Just(0.0f64), 0.0f64..0.3],
+        1usize..=10,
+        1usize..=3,
+        prop_oneof![Just(0.0f64), 0.0f64..0.2],
+        any::<u64>(),
+    )
+        .prop_map(
+            |(
+                accounts,
+                captures_per_account,
+                dup_rate,
+                impossible_rate,
+                batch_size,
+                functions,
+                lose_response,
+                seed,
+            )| Case {
+                accounts,
+                captures_per_account,
+                dup_rate,
+                impossible_rate,
+                batch_size,
+                functions,
+                lose_response,
+                seed,
+            },
+        )
+}
+
+/// One producer event and what it must leave in the tables.
+struct Sent {
+    body: String,
+    entry_id: String,
+    /// Refunds larger than their capture on their own: always rejected.
+    impossible: bool,
+}
+
+/// The oracle, computed from the distinct events (duplicates add nothing).
+#[derive(Default)]
+struct Expected {
+    /// entry_id -> (account, signed amount)
+    entries: HashMap<String, (String, i128)>,
+    /// capture entry_id -> refunded total
+    refunded: HashMap<String, i128>,
+    /// account -> balance
+    balances: HashMap<String, i128>,
+}
+
+fn event(
+    kind: &str,
+    event_id: &str,
+    payment: &str,
+    refund: Option<&str>,
+    account: &str,
+    amount: u64,
+) -> String {
+    let mut v = json!({"eventId": event_id, "type": kind, "paymentId": payment,
+                       "accountId": account, "amount": amount, "currency": "INR",
+                       "occurredAt": "2026-11-29T10:15:00Z"});
+    if let Some(r) = refund {
+        v["refundId"] = json!(r);
+    }
+    v.to_string()
+}
+
+/// Captures with random amounts; each gets up to 2 refunds that together fit
+/// within it, and, at `impossible_rate`, one refund larger than the whole
+/// capture (rejected whatever the order).
+fn workload(prefix: &str, case: &Case, rng: &mut Rng) -> (Vec<Sent>, Expected) {
+    let mut sent = Vec::new();
+    let mut exp = Expected::default();
+    for a in 0..case.accounts {
+        let account = format!("{prefix}-acct-{a}");
+        for c in 0..case.captures_per_account {
+            let pay = format!("{prefix}-pay-{a}-{c}");
+            let amount = rng.range(2, 1_000);
+            let cap_entry = format!("pay:{pay}");
+            sent.push(Sent {
+                body: event(
+                    "PaymentCaptured",
+                    &format!("e-{pay}"),
+                    &pay,
+                    None,
+                    &account,
+                    amount,
+                ),
+                entry_id: cap_entry.clone(),
+                impossible: false,
+            });
+            exp.entries
+                .insert(cap_entry.clone(), (account.clone(), amount as i128));
+            *exp.balances.entry(account.clone()).or_default() += amount as i128;
+            let mut left = amount;
+            let mut refunded = 0i128;
+            for r in 0..rng.range(0, 2) {
+                if left == 0 {
+                    break;
+                }
+                let part = rng.range(1, left);
+                left -= part;
+                let refund = format!("{pay}-r{r}");
+                let entry = format!("refund:{refund}");
+                sent.push(Sent {
+                    body: event(
+                        "PaymentRefunded",
+                        &format!("e-{refund}"),
+                        &pay,
+                        Some(&refund),
+                        &account,
+                        part,
+                    ),
+                    entry_id: entry.clone(),
+                    impossible: false,
+                });
+                exp.entries
+                    .insert(entry, (account.clone(), -(part as i128)));
+                *exp.balances.entry(account.clone()).or_default() -= part as i128;
+                refunded += part as i128;
+            }
+            exp.refunded.insert(cap_entry, refunded);
+            if rng.chance(case.impossible_rate) {
+                let refund = format!("{pay}-too-much");
+                sent.push(Sent {
+                    body: event(
+                        "PaymentRefunded",
+                        &format!("e-{refund}"),
+                        &pay,
+                        Some(&refund),
+                        &account,
+                        amount + rng.range(1, 100),
+                    ),
+                    entry_id: format!("refund:{refund}"),
+                    impossible: true,
+                });
+            }
+        }
+    }
+    (sent, exp)
+}
+
+const LEDGER_TABLE: &str = "ledger-reliability";
+const ACCOUNTS_TABLE: &str = "accounts-reliability";
+static CASE_NO: AtomicU64 = AtomicU64::new(0);
+
+async fn scan(h: &Harness, table: &str) -> Vec<HashMap<String, AttributeValue>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page =
+            h.db.client
+                .scan()
+                .table_name(table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .expect("Scan");
+        items.extend(page.items.unwrap_or_default());
+        match page.last_evaluated_key {
+            Some(k) if !k.is_empty() => start = Some(k),
+            _ => return items,
+        }
+    }
+}
+
+fn text(i: &HashMap<String, AttributeValue>, k: &str) -> String {
+    match i.get(k) {
+        Some(AttributeValue::S(v)) | Some(AttributeValue::N(v)) => v.clone(),
+        other => panic!("attribute {k}: {other:?}"),
+    }
+}
+
+fn num(i: &HashMap<String, AttributeValue>, k: &str) -> i128 {
+    text(i, k).parse().expect("a number")
+}
+
+/// Every deleted message must already have its entry (or be a refund that
+/// can never fit, which must have none).
+fn ack_audit(h: &Harness, impossible: HashSet<String>) -> (Audit, Arc<Mutex<Vec<String>>>) {
+    let violations: Arc<Mutex<Vec<String>>> = Default::default();
+    let (client, out) = (h.db.client.clone(), violations.clone());
+    let impossible = Arc::new(impossible);
+    let audit: Audit = Arc::new(move |settled: Settled| {
+        let (client, out, impossible) = (client.clone(), out.clone(), impossible.clone());
+        let fut: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            for (message_id, body) in settled.deleted {
+                let v: Value = serde_json::from_str(&body).unwrap_or_default();
+                let entry = match (
+                    v["type"].as_str(),
+                    v["paymentId"].as_str(),
+                    v["refundId"].as_str(),
+                ) {
+                    (Some("PaymentCaptured"), Some(p), _) => format!("pay:{p}"),
+                    (Some("PaymentRefunded"), _, Some(r)) => format!("refund:{r}"),
+                    _ => {
+                        out.lock()
+                            .unwrap()
+                            .push(format!("{message_id}: deleted, not an event"));
+                        continue;
+                    }
+                };
+                let exists = client
+                    .get_item()
+                    .table_name(LEDGER_TABLE)
+                    .key("entry_id", AttributeValue::S(entry.clone()))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .expect("GetItem")
+                    .item
+                    .is_some();
+                if exists == impossible.contains(&entry) {
+                    out.lock().unwrap().push(format!(
+                        "{message_id} ({entry}) deleted while its entry {}",
+                        if exists {
+                            "exists (it must never)"
+                        } else {
+                            "does not exist yet"
+                        }
+                    ));
+                }
+            }
+        });
+        fut
+    });
+    (audit, violations)
+}
+
+async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
+    let prefix = format!("l{}", CASE_NO.fetch_add(1, Ordering::SeqCst));
+    let mut rng = Rng::new(case.seed);
+    let (events, exp) = workload(&prefix, case, &mut rng);
+    let queue = Queue::new(QueueConfig {
+        max_receive_count: 50,
+        redelivery_delay: Duration::from_millis(5),
+        seed: case.seed,
+        ..QueueConfig::default()
+    });
+    // Every event once, plus duplicates: half redelivered under the same
+    // messageId, half re-published by the producer under a new eventId.
+    let mut sends: Vec<(String, Option<usize>)> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        sends.push((e.body.clone(), None));
+        if rng.chance(case.dup_rate) {
+            if rng.chance(0.5) {
+                sends.push((e.body.clone(), Some(i)));
+            } else {
+                let mut v: Value = serde_json::from_str(&e.body).expect("json");
+                v["eventId"] = json!(format!(
+                    "{}-republished",
+                    v["eventId"].as_str().unwrap_or("")
+                ));
+                sends.push((v.to_string(), None));
+            }
+        }
+    }
+    rng.shuffle(&mut sends);
+    let mut ids: HashMap<usize, String> = HashMap::new();
+    let mut copies = Vec::new();
+    for (body, same_as) in sends {
+        match same_as {
+            Some(i) => copies.push((body, i)),
+            None => {
+                let id = queue.send(body.clone(), None);
+                if let Some(i) = events.iter().position(|e| e.body == body) {
+                    ids.entry(i).or_insert(id);
+                }
+            }
+        }
+    }
+    for (body, i) in copies {
+        queue.send(body, ids.get(&i).cloned());
+    }
+
+    let impossible: HashSet<String> = events
+        .iter()
+        .filter(|e| e.impossible)
+        .map(|e| e.entry_id.clone())
+        .collect();
+    let (audit, acked_early) = ack_audit(h, impossible.clone());
+    drain(
+        &queue,
+        &h.envs[..case.functions.min(h.envs.len())],
+        DrainOpts {
+            batch_size: case.batch_size,
+            max_invocations: 5_000,
+            max_wall: Duration::from_secs(90),
+            lose_response: case.lose_response,
+            audit: Some(audit),
+            ..DrainOpts::default()
+        },
+    )
+    .await
+    .map_err(TestCaseError::fail)?;
+
+    let mut problems: Vec<String> = acked_early.lock().unwrap().clone();
+    if !queue.dlq().is_empty() {
+        problems.push(format!("{} message(s) in the DLQ", queue.dlq().len()));
+    }
+    let ours = |id: &str| id.contains(&format!("{prefix}-"));
+    let entries: Vec<_> = scan(h, LEDGER_TABLE)
+        .await
+        .into_iter()
+        .filter(|i| ours(&text(i, "entry_id")))
+        .collect();
+    let mut entry_sums: HashMap<String, i128> = HashMap::new();
+    let mut entry_counts: HashMap<String, i128> = HashMap::new();
+    let mut seen = HashSet::new();
+    for i in &entries {
+        let id = text(i, "entry_id");
+        let (account, amount) = (text(i, "account_id"), num(i, "amount"));
+        *entry_sums.entry(account.clone()).or_default() += amount;
+        *entry_counts.entry(account.clone()).or_default() += 1;
+        seen.insert(id.clone());
+        match exp.entries.get(&id) {
+            None => problems.push(format!("{id}: an entry that must not exist")),
+            Some(want) if *want != (account.clone(), amount) => {
+                problems.push(format!("{id}: {account}/{amount}, expected {want:?}"))
+            }
+            Some(_) => {}
+        }
+        if let Some(refunded) = exp.refunded.get(&id) {
+            let (got, refundable) = (num(i, "refunded"), num(i, "refundable"));
+            if got != *refunded || refundable != amount - got || got > amount {
+                problems.push(format!(
+                    "{id}: refunded {got}, refundable {refundable} of {amount}; expected refunded {refunded}"
+                ));
+            }
+        }
+    }
+    for id in exp.entries.keys().filter(|id| !seen.contains(*id)) {
+        problems.push(format!("{id}: never written (lost)"));
+    }
+    let accounts: Vec<_> = scan(h, ACCOUNTS_TABLE)
+        .await
+        .into_iter()
+        .filter(|i| ours(&text(i, "account_id")))
+        .collect();
+    if accounts.len() != exp.balances.len() {
+        problems.push(format!(
+            "{} accounts, expected {}",
+            accounts.len(),
+            exp.balances.len()
+        ));
+    }
+    for a in &accounts {
+        let id = text(a, "account_id");
+        let (balance, count) = (num(a, "balance"), num(a, "entry_count"));
+        let want = exp.balances.get(&id).copied().unwrap_or_default();
+        let from_entries = entry_sums.get(&id).copied().unwrap_or_default();
+        if balance != want || balance != from_entries {
+            problems.push(format!(
+                "{id}: balance {balance}, sum of its entries {from_entries}, expected {want}"
+            ));
+        }
+        if count != entry_counts.get(&id).copied().unwrap_or_default() {
+            problems.push(format!(
+                "{id}: entry_count {count} differs from its entries"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(TestCaseError::fail(format!(
+            "{} problem(s):\n  {}\nqueue: {}",
+            problems.len(),
+            problems.join("\n  "),
+            queue.stats.summary()
+        )));
+    }
+    Ok(format!(
+        "{} events ({} impossible refunds), {} entries; {}",
+        events.len(),
+        impossible.len(),
+        entries.len(),
+        queue.stats.summary()
+    ))
+}
+
+#[test]
+fn every_account_balance_is_the_sum_of_its_distinct_entries() {
+    let rt = runtime();
+    let h = rt.block_on(Harness::start(3, 21, |mut c| {
+        c.binary = ledger_binary_path();
+        c.env("LEDGER_TABLE", LEDGER_TABLE)
+            .env("ACCOUNTS_TABLE", ACCOUNTS_TABLE)
+    }));
+    rt.block_on(async {
+        order_consumer::store::create_table_with_key(&h.db.client, LEDGER_TABLE, "entry_id")
+            .await
+            .expect("ledger table");
+        order_consumer::store::create_table_with_key(&h.db.client, ACCOUNTS_TABLE, "account_id")
+            .await
+            .expect("accounts table");
+    });
+    let mut runner = TestRunner::new(proptest_config(file!(), 8));
+    let result = runner.run(&case_strategy(), |case| {
+        let summary = rt.block_on(run_case(&h, &case))?;
+        println!(
+            "case ok: {} account(s), batch {}, {} fn(s): {summary}",
+            case.accounts, case.batch_size, case.functions
+        );
+        Ok(())
+    });
+    if let Err(e) = result {
+        rt.block_on(h.stop());
+        panic!("{e}");
+    }
+    rt.block_on(h.finish("ledger"));
+}
