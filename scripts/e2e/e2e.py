@@ -197,26 +197,40 @@ def wait_until(what, timeout, probe, interval=1.0):
 # Deploy
 # ---------------------------------------------------------------------------
 
-def template_with_code_uri(path, s3_uri):
-    """The template's text with the function's `CodeUri` pointed at s3_uri.
+def template_with_code_uris(path, uris):
+    """The template's text with each function's `CodeUri` pointed at the S3
+    object of its binary: `uris` maps the binary named in the function's
+    `BuildProperties: Binary:` (which precedes its `CodeUri:`) to an s3 URI.
     A text edit, so the YAML short-form tags (!Ref, !If, ...) stay as they are."""
     text = open(path, encoding="utf-8").read()
-    pattern = re.compile(r"^(\s+CodeUri:)\s*\S.*$", re.MULTILINE)
-    found = pattern.findall(text)
-    if len(found) != 1:
-        raise Failure(f"expected exactly one `CodeUri:` line in {path}, found {len(found)}")
-    return pattern.sub(lambda m: f"{m.group(1)} {s3_uri}", text)
+    binary = re.compile(r"^\s+Binary:\s*(\S+)\s*$", re.MULTILINE)
+    code_uri = re.compile(r"^(\s+CodeUri:)\s*\S.*$", re.MULTILINE)
+    found = list(code_uri.finditer(text))
+    if len(found) != len(uris):
+        raise Failure(f"expected {len(uris)} `CodeUri:` lines in {path}, found {len(found)}")
+    out, last = [], 0
+    for m in found:
+        names = binary.findall(text, 0, m.start())
+        if not names or names[-1] not in uris:
+            raise Failure(f"no zip for the function whose CodeUri is at offset {m.start()} (binary {names[-1:]})")
+        out.append(text[last:m.start()] + f"{m.group(1)} {uris[names[-1]]}")
+        last = m.end()
+    return "".join(out) + text[last:]
 
 
-def deploy(c, template_path, zip_path, params, timeout):
-    blob = open(zip_path, "rb").read()
-    key = f"order-consumer/{hashlib.sha256(blob).hexdigest()[:16]}.zip"
+def deploy(c, template_path, zips, params, timeout):
+    """`zips` maps each binary name to its deployment package."""
     c["s3"].create_bucket(Bucket=BUCKET)
-    c["s3"].put_object(Bucket=BUCKET, Key=key, Body=blob)
-    step(f"uploaded {zip_path} ({len(blob)} bytes) to s3://{BUCKET}/{key}")
+    uris = {}
+    for name, zip_path in zips.items():
+        blob = open(zip_path, "rb").read()
+        key = f"{name}/{hashlib.sha256(blob).hexdigest()[:16]}.zip"
+        c["s3"].put_object(Bucket=BUCKET, Key=key, Body=blob)
+        uris[name] = f"s3://{BUCKET}/{key}"
+        step(f"uploaded {zip_path} ({len(blob)} bytes) to {uris[name]}")
 
-    text = template_with_code_uri(template_path, f"s3://{BUCKET}/{key}")
-    step(f"deploying {template_path} as stack {STACK} (CodeUri -> s3://{BUCKET}/{key})")
+    text = template_with_code_uris(template_path, uris)
+    step(f"deploying {template_path} as stack {STACK} (CodeUri -> the uploaded zips)")
     say("     parameters: " + " ".join(f"{k}={v}" for k, v in params.items()))
     cfn = c["cloudformation"]
     t0 = time.monotonic()
@@ -394,7 +408,8 @@ def run(args):
     }
     deployed = False
     try:
-        out = deploy(c, args.template, args.zip, params, args.deploy_timeout)
+        out = deploy(c, args.template, {"order-consumer": args.zip, "payment-ledger": args.ledger_zip},
+                     params, args.deploy_timeout)
         deployed = True
         checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
         run_scenario(c, out, params, args, checks)
@@ -416,6 +431,68 @@ def run(args):
             say(f"  - {f}")
     say(f"e2e: {checks.passed} passed, {checks.failed} failed")
     return 0 if checks.failed == 0 else 1
+
+
+def payment(typ, event_id, payment_id, account, amount, refund_id=None):
+    ev = {"eventId": event_id, "type": typ, "paymentId": payment_id, "accountId": account,
+          "amount": amount, "currency": "INR", "occurredAt": "2026-12-05T10:00:00Z"}
+    if refund_id:
+        ev["refundId"] = refund_id
+    return json.dumps(ev, separators=(",", ":"))
+
+
+class LedgerRun:
+    """The payment-ledger function, deployed by the same stack: a refund sent
+    before its capture (Early, then applied), a capture re-published under a
+    new eventId (Duplicate), a refund beyond its capture (Rejected). Checked
+    at the end: balance, entries, an empty ledger DLQ."""
+
+    def __init__(self, c, out, endpoint):
+        self.sqs, self.ddb, lam = c["sqs"], c["dynamodb"], c["lambda"]
+        self.qurl, self.dlq = out["PaymentQueueUrl"], out["PaymentDeadLetterQueueUrl"]
+        self.ledger, self.accounts = out["LedgerTableName"], out["AccountsTableName"]
+        fn = out["PaymentLedgerFunctionName"]
+        for m in lam.list_event_source_mappings(FunctionName=fn)["EventSourceMappings"]:
+            fix_scaling_config(endpoint, lam, m)
+
+    def send(self, bodies):
+        self.sqs.send_message_batch(
+            QueueUrl=self.qurl,
+            Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)])
+
+    def send_early(self):
+        step("payment ledger: sending a refund of pay-e2 before its capture")
+        self.send([payment("PaymentRefunded", "evt-ref-e1", "pay-e2", "acct-e1", 200, "ref-e1")])
+
+    def send_rest(self):
+        step("payment ledger: sending captures (one re-published), and a refund beyond its capture")
+        cap = payment("PaymentCaptured", "evt-pay-e1", "pay-e1", "acct-e1", 1000)
+        self.send([
+            cap,
+            cap.replace("evt-pay-e1", "evt-pay-e1-republished"),
+            payment("PaymentCaptured", "evt-pay-e2", "pay-e2", "acct-e1", 500),
+            payment("PaymentRefunded", "evt-ref-e2", "pay-e1", "acct-e1", 2000, "ref-e2"),
+        ])
+
+    def check(self, checks, timeout):
+        def drained():
+            v, nv, d = queue_counts(self.sqs, self.qurl)
+            return v + nv + d == 0, f"payment queue visible={v} in flight={nv} delayed={d}"
+        wait_until("the payment queue to drain", timeout, drained, interval=1)
+        acct = self.ddb.get_item(TableName=self.accounts, Key={"account_id": {"S": "acct-e1"}},
+                                 ConsistentRead=True).get("Item", {})
+        got = (acct.get("balance", {}).get("N"), acct.get("entry_count", {}).get("N"))
+        checks.check(got == ("1300", "3"),
+                     "payment ledger: acct-e1 balance 1300 (1000 + 500 - 200) over 3 entries: the duplicate "
+                     "added nothing, the early refund applied once its capture had, the over-refund was rejected",
+                     f"got balance/entry_count {got}")
+        entries = sorted(i["entry_id"]["S"] for i in
+                         self.ddb.scan(TableName=self.ledger, ConsistentRead=True)["Items"])
+        checks.check(entries == ["pay:pay-e1", "pay:pay-e2", "refund:ref-e1"],
+                     "payment ledger: entries pay:pay-e1, pay:pay-e2, refund:ref-e1 (no refund:ref-e2)",
+                     f"got {entries}")
+        v, nv, _ = queue_counts(self.sqs, self.dlq)
+        checks.check(v + nv == 0, "payment ledger: its DLQ is empty", f"{v + nv} message(s)")
 
 
 def run_scenario(c, out, params, args, checks):
@@ -446,6 +523,10 @@ def run_scenario(c, out, params, args, checks):
     plan = Plan(args.seed)
     rng = plan.rng
     t_start = time.monotonic()
+
+    # The payment ledger runs alongside: its early refund goes first.
+    ledger = LedgerRun(c, out, args.endpoint)
+    ledger.send_early()
 
     # 1. The early event: ord-2003's OrderPaid, alone, before its OrderPlaced.
     early = event("ord-2003", 2, "OrderPaid")
@@ -482,6 +563,8 @@ def run_scenario(c, out, params, args, checks):
     checks.check(item is None, "the early OrderPaid did not create ord-2003 (no predecessor yet)",
                  f"item: {item}")
     time.sleep(args.early_gap)
+
+    ledger.send_rest()
 
     # 2. The main stream.
     step("sending the main stream")
@@ -598,6 +681,8 @@ def run_scenario(c, out, params, args, checks):
                          f"{order}: rejected_events is {want_rej} (the rejection spent its seq)",
                          f"got rejected_events {got_rej}")
 
+    ledger.check(checks, args.drain_timeout)
+
     # DLQ.
     dlq_msgs = []
     for _ in range(5):
@@ -674,13 +759,23 @@ def run_scenario(c, out, params, args, checks):
 
     # The environment the function's process really got (Linux /proc).
     if args.ministack_pid:
-        envs = bootstrap_environments(args.ministack_pid)
+        # The ledger's processes (LEDGER_TABLE set) are checked apart.
+        all_envs = bootstrap_environments(args.ministack_pid)
+        envs = [(pid, e) for pid, e in all_envs if "LEDGER_TABLE" not in e]
+        ledger_envs = [(pid, e) for pid, e in all_envs if "LEDGER_TABLE" in e]
         want = {"TABLE_NAME": table, "AWS_ENDPOINT_URL": args.endpoint, "AWS_REGION": REGION}
         bad = [(pid, {k: e.get(k) for k in want}) for pid, e in envs if any(e.get(k) != v for k, v in want.items())]
         checks.check(envs and not bad,
                      f"the function's {len(envs)} bootstrap process(es) run with TABLE_NAME from the stack and "
                      f"AWS_ENDPOINT_URL={args.endpoint}",
                      f"found {len(envs)} bootstrap processes; mismatches: {bad}")
+        want = {"LEDGER_TABLE": out["LedgerTableName"], "ACCOUNTS_TABLE": out["AccountsTableName"]}
+        bad = [(pid, {k: e.get(k) for k in want}) for pid, e in ledger_envs
+               if any(e.get(k) != v for k, v in want.items())]
+        checks.check(ledger_envs and not bad,
+                     f"the payment ledger's {len(ledger_envs)} bootstrap process(es) run with LEDGER_TABLE and "
+                     f"ACCOUNTS_TABLE from the stack",
+                     f"found {len(ledger_envs)}; mismatches: {bad}")
         if args.auth == "true":
             keys = sorted({e.get("AWS_ACCESS_KEY_ID", "")[:4] for _, e in envs})
             checks.check(envs and keys == ["ASIA"],
@@ -707,6 +802,7 @@ def main():
     r.add_argument("--endpoint", required=True)
     r.add_argument("--template", required=True)
     r.add_argument("--zip", required=True)
+    r.add_argument("--ledger-zip", required=True)
     r.add_argument("--function-timeout", type=int, default=3)
     r.add_argument("--deadline-margin-ms", type=int, default=1000)
     r.add_argument("--deploy-timeout", type=int, default=180)

@@ -18,9 +18,11 @@
 #                         the function gets its execution role's session
 #                         credentials and its DynamoDB calls are checked
 #                         against the role's policy)
-#   E2E_BINARY=PATH       deploy this host binary instead of building one
-#                         (e.g. target/lambda/order-consumer/bootstrap from
-#                         `make build-host`)
+#   E2E_BINARY=PATH       deploy this host order-consumer binary instead of
+#                         building one (e.g. target/lambda/order-consumer/bootstrap
+#                         from `make build-host`)
+#   E2E_LEDGER_BINARY=PATH  the same for payment-ledger (default: next to
+#                         E2E_BINARY, else target/release/payment-ledger)
 #   E2E_KEEP_TMP=1        keep the temp dir (MiniStack log, template copy, zip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -33,6 +35,7 @@ FUNCTION_TIMEOUT=${E2E_FUNCTION_TIMEOUT:-3}
 DRAIN_TIMEOUT=${E2E_DRAIN_TIMEOUT:-300}
 AUTH=${E2E_AUTH:-true}
 BIN=${E2E_BINARY:-target/release/order-consumer}
+LEDGER_BIN=${E2E_LEDGER_BINARY:-$(dirname "$BIN")/payment-ledger}
 
 t_start=$(date +%s)
 log() { printf 'e2e: [%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -63,13 +66,15 @@ PY=$ROOT/$VENV/bin/python
 
 # ---- 2. the function, built for this machine --------------------------------
 if [[ -z "${E2E_BINARY:-}" ]]; then
-  log "cargo build --release --bin order-consumer"
+  log "cargo build --release --bins"
   t_build=$(date +%s)
-  cargo build --release --locked --bin order-consumer
+  cargo build --release --locked --bins
   log "build took $(( $(date +%s) - t_build ))s"
 fi
 [[ -x "$BIN" ]] || die "$BIN missing or not executable"
+[[ -x "$LEDGER_BIN" ]] || die "$LEDGER_BIN missing or not executable (set E2E_LEDGER_BINARY)"
 BIN=$(realpath "$BIN")
+LEDGER_BIN=$(realpath "$LEDGER_BIN")
 
 # ---- 3. MiniStack ----------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/order-consumer-e2e.XXXXXX")
@@ -142,8 +147,9 @@ kill -0 "$ms_pid" 2>/dev/null || die "MiniStack exited"
 log "MiniStack healthy after $(( $(date +%s) - t_ms ))s (IAM enforcement: AUTH=$AUTH)"
 
 # ---- 4. deploy, stream, check ----------------------------------------------
-# The deployment package: the binary as `bootstrap`, mode 755.
-"$PY" - "$BIN" "$TMP/function.zip" <<'EOF'
+# The deployment packages: each binary as `bootstrap`, mode 755.
+for pair in "$BIN:$TMP/function.zip" "$LEDGER_BIN:$TMP/ledger.zip"; do
+"$PY" - "${pair%%:*}" "${pair#*:}" <<'EOF'
 import sys, zipfile
 src, dst = sys.argv[1], sys.argv[2]
 info = zipfile.ZipInfo("bootstrap", date_time=(2020, 1, 1, 0, 0, 0))
@@ -152,7 +158,8 @@ info.compress_type = zipfile.ZIP_DEFLATED
 with zipfile.ZipFile(dst, "w") as z, open(src, "rb") as f:
     z.writestr(info, f.read(), compresslevel=1)
 EOF
+done
 
 "$PY" scripts/e2e/e2e.py run --endpoint "$ENDPOINT" --template "$TEMPLATE" \
-  --zip "$TMP/function.zip" --function-timeout "$FUNCTION_TIMEOUT" \
+  --zip "$TMP/function.zip" --ledger-zip "$TMP/ledger.zip" --function-timeout "$FUNCTION_TIMEOUT" \
   --drain-timeout "$DRAIN_TIMEOUT" --ministack-pid "$ms_pid" --auth "$AUTH"
