@@ -8,7 +8,11 @@
 //! the outcome the scenario expects, then the batch item failures, and at the
 //! end the orders table. Then the same for the payment ledger
 //! (`LedgerConsumer::handle_batch` on events/ledger/), ending with the
-//! accounts and the ledger entries. Exits non-zero if any outcome differs.
+//! accounts and the ledger entries. Finally it feeds the orders table's real
+//! stream (recorded by dynoxide during the order scenarios) to the order
+//! notifier, with a local provider that deduplicates by Idempotency-Key, and
+//! then replays the whole stream: each notification is sent once. Exits
+//! non-zero if any outcome differs.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,8 +29,16 @@ use order_consumer::ledger::event::parse_ledger_body;
 use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
 use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
 use order_consumer::metrics::OutcomeCounts;
+use order_consumer::notifier::{NotifierConfig, NotifierFunction};
 use order_consumer::store::{self, OrderStore};
 use serde::Deserialize;
+
+#[path = "../tests/integration/stream_records.rs"]
+mod stream_records;
+
+#[allow(dead_code)] // the tests use more of the provider than the demo does
+#[path = "../tests/integration/provider.rs"]
+mod provider;
 
 #[derive(Deserialize)]
 struct Scenario {
@@ -36,6 +48,7 @@ struct Scenario {
 }
 
 const TABLE: &str = "orders";
+const NOTIFICATIONS: &str = "notifications";
 const LEDGER: &str = "ledger";
 const ACCOUNTS: &str = "accounts";
 
@@ -53,7 +66,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let endpoint = format!("http://{}", listener.local_addr()?);
     let db = dynoxide::Database::memory()?;
-    let server = tokio::spawn(dynoxide::server::serve_on(listener, db));
+    let server = tokio::spawn(dynoxide::server::serve_on(listener, db.clone()));
     println!("dynoxide (DynamoDB-compatible) listening on {endpoint}");
 
     let client = aws_sdk_dynamodb::Client::from_conf(
@@ -66,7 +79,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .timeout_config(store::timeout_config())
             .build(),
     );
-    store::create_table(&client, TABLE).await?;
+    // With its stream, as in template.yaml: the order notifier reads it below.
+    store::create_table_with_stream(&client, TABLE).await?;
     println!("created table `{TABLE}`\n");
 
     let config = Config::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
@@ -111,6 +125,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .await?;
     print_ledger(&client).await?;
+
+    println!(
+        "\n==== the order notifier: the orders table's stream to customer notifications ====\n"
+    );
+    mismatches += notify(&client, &db).await?;
 
     server.abort();
     if mismatches > 0 {
@@ -280,4 +299,73 @@ async fn print_ledger(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn s
         );
     }
     Ok(())
+}
+
+/// The orders stream through the notifier, twice (the second time as a
+/// replay): returns the number of notifications that were not delivered
+/// exactly once.
+async fn notify(
+    client: &aws_sdk_dynamodb::Client,
+    db: &dynoxide::Database,
+) -> Result<usize, Box<dyn std::error::Error>> {
+    store::create_table_with_key(client, NOTIFICATIONS, order_consumer::notifier::store::KEY)
+        .await?;
+    let provider = provider::Provider::start().await;
+    let config = NotifierConfig::from_lookup(|k| match k {
+        "NOTIFICATIONS_TABLE" => Some(NOTIFICATIONS.to_owned()),
+        "NOTIFY_WEBHOOK_URL" => Some(provider.url.clone()),
+        _ => None,
+    })?;
+    let notifier = NotifierFunction::new(client.clone(), config)?;
+    let records = stream_records::read(db, TABLE);
+    println!(
+        "created table `{NOTIFICATIONS}`; the orders stream holds {} records\n",
+        records.len()
+    );
+    let mut sent_on_replay = 0;
+    for pass in ["first delivery, batches of 10", "the whole stream replayed"] {
+        println!("== {pass}");
+        let mut counts: HashMap<&'static str, usize> = HashMap::new();
+        for chunk in records.chunks(10) {
+            let event = serde_json::from_value(serde_json::json!({ "Records": chunk }))?;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            let (report, _) = notifier.handle_batch(&event, deadline).await;
+            for (record, rep) in chunk.iter().zip(&report.records) {
+                *counts.entry(rep.outcome.label()).or_default() += 1;
+                if rep.outcome.label() != "NothingToSend" {
+                    let status = |img: &str| {
+                        record["dynamodb"][img]["status"]["S"]
+                            .as_str()
+                            .unwrap_or("-")
+                            .to_owned()
+                    };
+                    println!(
+                        "   {:<10} {:>9} -> {:<9} {}",
+                        rep.key.as_deref().unwrap_or("?"),
+                        status("OldImage"),
+                        status("NewImage"),
+                        rep.outcome
+                    );
+                }
+            }
+        }
+        let mut summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        summary.sort();
+        println!("   outcomes: {}\n", summary.join(" "));
+        if pass.contains("replayed") {
+            sent_on_replay = counts.get("Sent").copied().unwrap_or(0);
+        }
+    }
+    let accepted = provider.accepted();
+    let mut keys: Vec<_> = accepted.iter().collect();
+    keys.sort();
+    println!("== what the provider accepted (deduplicated by Idempotency-Key)");
+    for (key, n) in &keys {
+        println!("   {key:<40} {n}x");
+    }
+    let wrong = keys.iter().filter(|(_, n)| **n != 1).count() + sent_on_replay;
+    if sent_on_replay > 0 {
+        eprintln!("the replay sent {sent_on_replay} notification(s) again");
+    }
+    Ok(wrong)
 }

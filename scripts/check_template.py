@@ -48,7 +48,28 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
         "fifo_param": False,
     },
+    # Fed by the orders table's stream, not by a queue: its checks are the
+    # stream's (bisect, bounded retries, an on-failure destination).
+    "OrderNotifierFunction": {
+        "source": "stream",
+        "tables": {"NotificationsTable": ({"dynamodb:UpdateItem"}, "notification_id")},
+        "streams": {
+            "OrdersTable": {
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+                "dynamodb:ListStreams",
+            }
+        },
+        "env_tables": {"NOTIFICATIONS_TABLE": "NotificationsTable"},
+        "env_vars": ["NOTIFY_WEBHOOK_URL", "MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
+        "fifo_param": False,
+    },
 }
+
+
+def sqs_fed(m: "Model") -> bool:
+    return m.expect.get("source", "sqs") == "sqs"
 
 
 class CheckError(Exception):
@@ -180,6 +201,13 @@ class Model:
             raise CheckError("event source mapping is not fed by an AWS::SQS::Queue of this stack")
         return q
 
+    def on_failure_queue(self) -> str:
+        dest = self.props(self.esm()).get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+        q = getatt_target(dest)
+        if q is None or self.res.get(q, {}).get("Type") != "AWS::SQS::Queue":
+            raise CheckError(f"no OnFailure destination queue of this stack: {dest!r}")
+        return q
+
     def dlq(self) -> str:
         redrive = self.res[self.source_queue()].get("Properties", {}).get("RedrivePolicy")
         if not isinstance(redrive, dict):
@@ -261,8 +289,10 @@ def _(m: Model) -> None:
     assert "ReportBatchItemFailures" in types, f"FunctionResponseTypes is {types!r}"
 
 
-@check("event source mapping has ScalingConfig.MaximumConcurrency in 2..1000")
+@check("event source mapping has ScalingConfig.MaximumConcurrency in 2..1000 (SQS sources)")
 def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # ScalingConfig exists for SQS event sources only
     p = m.props(m.esm())
     mc = p.get("ScalingConfig", {}).get("MaximumConcurrency")
     assert mc is not None, "ScalingConfig.MaximumConcurrency missing"
@@ -313,19 +343,36 @@ def _(m: Model) -> None:
     sts = [st for st in m.role_statements(m.function_role()) if st.get("Effect") == "Allow"]
     ddb = [st for st in sts if any(str(a).lower().startswith("dynamodb:") for a in as_list(st.get("Action")))]
     assert ddb, "no DynamoDB permission at all"
+    streams: dict[str, set[str]] = m.expect.get("streams", {})
     granted: dict[str, set[str]] = {}
     for st in ddb:
         actions = set(as_list(st.get("Action")))
         for r in as_list(st.get("Resource")):
-            t = getatt_target(r)
+            t, s_ = getatt_target(r), getatt_target(r, "StreamArn")
+            if s_ in streams:
+                granted.setdefault(f"{s_}.StreamArn", set()).update(actions)
+                continue
             assert t in tables, f"DynamoDB actions {sorted(actions)} granted on {r!r}, not on one of {sorted(tables)}"
             granted.setdefault(t, set()).update(actions)
     for t, (want, _key) in tables.items():
         assert granted.get(t, set()) == want, f"{t}: grants {sorted(granted.get(t, set()))}, expected {sorted(want)}"
+    for t, want in streams.items():
+        got = granted.get(f"{t}.StreamArn", set())
+        assert got == want, f"{t}.StreamArn: grants {sorted(got)}, expected {sorted(want)}"
 
 
-@check("function's SQS permissions are the event-source set, scoped to the source queue ARN")
+@check("function's SQS permissions are the event-source set on its queue (stream: SendMessage to its failure destination)")
 def _(m: Model) -> None:
+    if not sqs_fed(m):
+        dest = m.on_failure_queue()
+        for st in m.role_statements(m.function_role()):
+            actions = [a for a in as_list(st.get("Action")) if str(a).lower().startswith("sqs:")]
+            if not actions or st.get("Effect") != "Allow":
+                continue
+            assert set(actions) == {"sqs:SendMessage"}, f"SQS actions {actions}"
+            for r in as_list(st.get("Resource")):
+                assert getatt_target(r) == dest, f"SendMessage on {r!r}, expected GetAtt {dest}.Arn"
+        return
     queue = m.source_queue()
     sts = [st for st in m.role_statements(m.function_role()) if st.get("Effect") == "Allow"]
     granted: set[str] = set()
@@ -342,6 +389,8 @@ def _(m: Model) -> None:
 
 @check("DLQ MessageRetentionPeriod is 14 days (1209600 s) and longer than the source queue's")
 def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # a stream has no queue; see the stream checks
     got = m.props(m.dlq()).get("MessageRetentionPeriod")
     assert got is not None and float(got) == FOURTEEN_DAYS, f"MessageRetentionPeriod is {got!r}"
     # A moved message keeps its original enqueue time, so the DLQ must retain
@@ -352,6 +401,8 @@ def _(m: Model) -> None:
 
 @check("RedrivePolicy maxReceiveCount >= 5 (default and parameter MinValue)")
 def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # a stream has no queue; see the stream checks
     raw = m.res[m.source_queue()]["Properties"]["RedrivePolicy"].get("maxReceiveCount")
     value = m.defaults.number(raw, "maxReceiveCount")
     assert value >= 5, f"maxReceiveCount default is {value:g}"
@@ -362,6 +413,8 @@ def _(m: Model) -> None:
 
 @check("source VisibilityTimeout >= 6 * function Timeout + batching window (defaults)")
 def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # a stream has no queue; see the stream checks
     vt = m.defaults.number(m.res[m.source_queue()]["Properties"].get("VisibilityTimeout", 30), "VisibilityTimeout")
     timeout = m.defaults.number(m.res[m.function()]["Properties"].get("Timeout", 3), "Timeout")
     window = m.props(m.esm()).get("MaximumBatchingWindowInSeconds", 0)
@@ -403,9 +456,9 @@ def _(m: Model) -> None:
     assert not missing, f"missing {missing}"
 
 
-@check("alarms: DLQ visible messages > 0 and function Errors > 0")
+@check("alarms: DLQ (stream: failure destination) visible messages > 0 and function Errors > 0")
 def _(m: Model) -> None:
-    dlq, fn = m.dlq(), m.function()
+    dlq, fn = (m.dlq() if sqs_fed(m) else m.on_failure_queue()), m.function()
     found = {"dlq": False, "errors": False}
     for lid in m.of_type("AWS::CloudWatch::Alarm"):
         p = m.props(lid)
@@ -424,6 +477,8 @@ def _(m: Model) -> None:
 
 @check("FifoQueue=false: both queues are standard")
 def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # a stream has no queue; see the stream checks
     ev = Evaluator(m.t, {"FifoQueue": "false"})
     for q in (m.source_queue(), m.dlq()):
         p = m.props(q, ev)
@@ -443,6 +498,31 @@ def _(m: Model) -> None:
         assert str(p.get("ContentBasedDeduplication")).lower() == "false", f"{q} ContentBasedDeduplication"
     esm = m.props(m.esm(), ev)
     assert "MaximumBatchingWindowInSeconds" not in esm, "batching window set on a FIFO event source"
+
+
+@check("stream source: NEW_AND_OLD_IMAGES stream, bisect on error, bounded retries, 14-day failure destination")
+def _(m: Model) -> None:
+    if sqs_fed(m):
+        return
+    for table in m.expect.get("streams", {}):
+        view = m.props(table).get("StreamSpecification", {}).get("StreamViewType")
+        assert view == "NEW_AND_OLD_IMAGES", f"{table} StreamViewType {view!r}"
+    p = m.props(m.esm())
+    assert str(p.get("BisectBatchOnFunctionError")).lower() == "true", "BisectBatchOnFunctionError is not true"
+    retries = p.get("MaximumRetryAttempts")
+    assert retries is not None and 0 <= float(retries) <= 10000, f"MaximumRetryAttempts {retries!r} (unbounded?)"
+    got = m.props(m.on_failure_queue()).get("MessageRetentionPeriod")
+    assert got is not None and float(got) == FOURTEEN_DAYS, f"failure destination retention {got!r}"
+
+
+@check("stream source: NOTIFY_WEBHOOK_URL comes from an SSM parameter, never a literal")
+def _(m: Model) -> None:
+    if sqs_fed(m):
+        return
+    raw = m.res[m.function()]["Properties"].get("Environment", {}).get("Variables", {}).get("NOTIFY_WEBHOOK_URL")
+    assert isinstance(raw, dict) and "Ref" in raw, f"NOTIFY_WEBHOOK_URL is {raw!r}, not a parameter reference"
+    ptype = m.t.get("Parameters", {}).get(raw["Ref"], {}).get("Type", "")
+    assert ptype.startswith("AWS::SSM::Parameter::Value<"), f"parameter {raw['Ref']} has type {ptype!r}"
 
 
 def rules_pass(m: Model, overrides: dict[str, str]) -> bool:

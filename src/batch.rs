@@ -6,11 +6,13 @@
 //! it) only if its outcome is acknowledged, i.e. its effect is committed or is
 //! known never to need committing. Everything else goes back to the queue.
 //!
-//! What differs between consumers (the order consumer, the payment ledger) is
-//! behind [`Handler`]: how a body is parsed, which records must be applied one
-//! after another, and how one record is applied. Their outcomes implement
-//! [`Verdict`]. Grouping, FIFO, the deadline, logging and the response are
-//! here, once.
+//! What differs between consumers (the order consumer, the payment ledger,
+//! the notifier) is behind [`Handler`]: what a record is (an SQS message, a
+//! DynamoDB stream record, see [`BatchRecord`]), how it is parsed, which
+//! records must be applied one after another, and how one record is applied.
+//! Their outcomes implement [`Verdict`]. Grouping, strict ordering (FIFO
+//! queues, streams), the deadline, logging and the failure list are here,
+//! once.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,6 +20,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aws_lambda_events::event::dynamodb::EventRecord as StreamRecord;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;
 use lambda_runtime::LambdaEvent;
@@ -65,21 +68,72 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static {
     fn level(&self) -> Level;
 }
 
-/// One consumer's record handling. Implemented by the order consumer and the
-/// payment ledger; the batch machinery is generic over it.
+/// A record of a batch as Lambda delivers it.
+pub trait BatchRecord: Sync {
+    /// The id Lambda expects in `batchItemFailures`.
+    fn id(&self) -> Option<&str>;
+    /// The group the source itself orders by (a FIFO MessageGroupId), if any.
+    fn source_group(&self) -> Option<&str>;
+    /// Must this batch keep arrival order within each group, and hold a
+    /// group's later records back once one is not acknowledged?
+    fn strict_order(records: &[Self]) -> bool
+    where
+        Self: Sized;
+}
+
+impl BatchRecord for SqsMessage {
+    fn id(&self) -> Option<&str> {
+        self.message_id.as_deref()
+    }
+
+    fn source_group(&self) -> Option<&str> {
+        self.attributes.get("MessageGroupId").map(String::as_str)
+    }
+
+    /// FIFO queues (Lambda sends one queue per batch); a standard queue has
+    /// no order, so the handler's rank imposes the producer's.
+    fn strict_order(records: &[Self]) -> bool {
+        records.iter().any(|r| {
+            r.event_source_arn
+                .as_deref()
+                .is_some_and(|arn| arn.ends_with(".fifo"))
+        })
+    }
+}
+
+impl BatchRecord for StreamRecord {
+    /// Lambda retries a stream from the lowest SequenceNumber reported.
+    fn id(&self) -> Option<&str> {
+        self.change.sequence_number.as_deref()
+    }
+
+    fn source_group(&self) -> Option<&str> {
+        None
+    }
+
+    /// A stream is ordered per item: keep it.
+    fn strict_order(_records: &[Self]) -> bool {
+        true
+    }
+}
+
+/// One consumer's record handling. Implemented by the order consumer, the
+/// payment ledger and the notifier; the batch machinery is generic over it.
 pub trait Handler: Sync {
+    type Record: BatchRecord;
     type Event: Send + Sync;
     type Outcome: Verdict;
 
-    /// Parse and validate one body.
-    fn parse(&self, body: Option<&str>) -> Result<Self::Event, ParseError>;
-    /// Records with the same key are applied one after another (on a FIFO
-    /// queue the MessageGroupId is used instead).
+    /// Parse and validate one record.
+    fn parse(&self, record: &Self::Record) -> Result<Self::Event, ParseError>;
+    /// Records with the same key are applied one after another (a record's
+    /// [`BatchRecord::source_group`], if it has one, is used instead).
     fn key(&self, event: &Self::Event) -> String;
-    /// The order within a key on a standard queue (ties keep arrival order).
+    /// The order within a key when the source does not impose one (ties
+    /// keep arrival order).
     fn rank(&self, event: &Self::Event) -> u64;
     /// The tracing span of one record; it must have an `outcome` field.
-    fn span(&self, message_id: &str, event: Option<&Self::Event>) -> Span;
+    fn span(&self, record_id: &str, event: Option<&Self::Event>) -> Span;
     /// Settle a record with no I/O if possible (a warm-container cache). Asked
     /// before the deadline check: a settled record costs no time.
     fn settle_without_io(&self, _event: &Self::Event, _cx: &Cx) -> Option<Self::Outcome> {
@@ -113,6 +167,7 @@ impl Cx {
 /// The outcome of one record, in the batch's arrival order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordReport<O = Outcome> {
+    /// The record's id for Lambda (SQS messageId, stream SequenceNumber).
     pub message_id: Option<String>,
     /// The record's grouping key (the orderId, the accountId), if it parsed.
     pub key: Option<String>,
@@ -179,6 +234,17 @@ impl<O: Verdict> BatchReport<O> {
     /// The response Lambda expects with `ReportBatchItemFailures`, or an
     /// invocation error when partial failure cannot express the situation.
     pub fn to_response(&self) -> Result<SqsBatchResponse, BatchError> {
+        let mut response = SqsBatchResponse::default();
+        for id in self.failures()? {
+            response.add_failure(id);
+        }
+        Ok(response)
+    }
+
+    /// The ids of the records that were not acknowledged, once each, in
+    /// arrival order; or an invocation error when a failed record has no id,
+    /// or when every record failed on DynamoDB.
+    pub fn failures(&self) -> Result<Vec<String>, BatchError> {
         let failed: Vec<&RecordReport<O>> = self
             .records
             .iter()
@@ -204,16 +270,12 @@ impl<O: Verdict> BatchReport<O> {
         {
             return Err(BatchError::Outage(self.records.len()));
         }
-        let mut response = SqsBatchResponse::default();
         let mut seen = std::collections::HashSet::new();
-        for r in failed {
-            if let Some(id) = &r.message_id
-                && seen.insert(id.as_str())
-            {
-                response.add_failure(id.clone());
-            }
-        }
-        Ok(response)
+        Ok(failed
+            .into_iter()
+            .filter_map(|r| r.message_id.clone())
+            .filter(|id| seen.insert(id.clone()))
+            .collect())
     }
 }
 
@@ -225,7 +287,7 @@ pub struct Metrics<'a> {
 }
 
 /// A Lambda invocation: log the batch, run it, emit its metrics line, answer.
-pub async fn handle<H: Handler>(
+pub async fn handle<H: Handler<Record = SqsMessage>>(
     handler: &H,
     settings: Settings,
     metrics: Metrics<'_>,
@@ -240,6 +302,13 @@ pub async fn handle<H: Handler>(
         "batch received"
     );
     let (report, response) = handle_batch(handler, settings, &event.payload, deadline).await;
+    emit_metrics(metrics, &report);
+    response
+}
+
+/// The invocation's EMF line: a count per outcome, the batch size, and the
+/// cache's hits and misses.
+pub fn emit_metrics<O: Verdict>(metrics: Metrics<'_>, report: &BatchReport<O>) {
     crate::metrics::emit(&crate::metrics::emf_document(
         metrics.namespace,
         metrics.function_name,
@@ -250,12 +319,11 @@ pub async fn handle<H: Handler>(
             ("CacheMisses", report.cache_misses),
         ],
     ));
-    response
 }
 
 /// Process a batch and build the response, keeping the per-record report
 /// for callers that show it (tests, the local demo).
-pub async fn handle_batch<H: Handler>(
+pub async fn handle_batch<H: Handler<Record = SqsMessage>>(
     handler: &H,
     settings: Settings,
     event: &SqsEvent,
@@ -293,30 +361,19 @@ pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
     Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }
 
-/// Is this batch from a FIFO queue? (Lambda sends one queue per batch.)
-fn is_fifo(records: &[SqsMessage]) -> bool {
-    records.iter().any(|r| {
-        r.event_source_arn
-            .as_deref()
-            .is_some_and(|arn| arn.ends_with(".fifo"))
-    })
-}
-
 /// Run a batch to completion (or to the deadline). Never panics on input and
 /// returns exactly one report per record.
 pub async fn process<H: Handler>(
     handler: &H,
     settings: Settings,
-    records: &[SqsMessage],
+    records: &[H::Record],
     deadline: Instant,
 ) -> BatchReport<H::Outcome> {
-    let fifo = is_fifo(records);
+    let strict = H::Record::strict_order(records);
     // Parse first, then apply: a bad body is settled here and never blocks a
     // good one (except behind it in its own FIFO group).
-    let parsed: Vec<Result<H::Event, ParseError>> = records
-        .iter()
-        .map(|r| handler.parse(r.body.as_deref()))
-        .collect();
+    let parsed: Vec<Result<H::Event, ParseError>> =
+        records.iter().map(|r| handler.parse(r)).collect();
     let keys: Vec<Option<String>> = parsed
         .iter()
         .map(|ev| ev.as_ref().ok().map(|e| handler.key(e)))
@@ -326,17 +383,14 @@ pub async fn process<H: Handler>(
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut group_of: HashMap<String, usize> = HashMap::new();
     for (i, record) in records.iter().enumerate() {
-        // FIFO order is per MessageGroupId; a standard queue has no order, so
-        // we impose the producer's: per key, by rank.
-        let key = if fifo {
-            record
-                .attributes
-                .get("MessageGroupId")
-                .map(|g| format!("g:{g}"))
-                .or_else(|| keys[i].as_ref().map(|k| format!("k:{k}")))
-        } else {
-            keys[i].as_ref().map(|k| format!("k:{k}"))
-        };
+        // A FIFO queue orders per MessageGroupId; otherwise records are
+        // grouped by the handler's key (and, unless the source is strictly
+        // ordered, sorted by rank below).
+        let key = record
+            .source_group()
+            .filter(|_| strict)
+            .map(|g| format!("g:{g}"))
+            .or_else(|| keys[i].as_ref().map(|k| format!("k:{k}")));
         match key {
             Some(key) => {
                 let g = *group_of.entry(key).or_insert_with(|| {
@@ -357,7 +411,7 @@ pub async fn process<H: Handler>(
             }
         }
     }
-    if !fifo {
+    if !strict {
         for g in &mut groups {
             // Stable: equal ranks keep arrival order (for orders, the second
             // of two equal seqs is then a duplicate or a conflict of the
@@ -370,7 +424,7 @@ pub async fn process<H: Handler>(
         handler,
         records,
         parsed: &parsed,
-        fifo,
+        strict,
         cx: Cx::new(
             deadline
                 .checked_sub(settings.deadline_margin)
@@ -395,7 +449,7 @@ pub async fn process<H: Handler>(
             .zip(keys)
             .zip(outcomes)
             .map(|((r, key), o)| RecordReport {
-                message_id: r.message_id.clone(),
+                message_id: r.id().map(str::to_owned),
                 key,
                 // Every index is filled above: either settled at parse time or
                 // by its group. Defensive default: a failure, never an ack.
@@ -407,9 +461,9 @@ pub async fn process<H: Handler>(
 
 struct GroupCtx<'a, H: Handler> {
     handler: &'a H,
-    records: &'a [SqsMessage],
+    records: &'a [H::Record],
     parsed: &'a [Result<H::Event, ParseError>],
-    fifo: bool,
+    strict: bool,
     cx: Cx,
 }
 
@@ -427,10 +481,10 @@ impl<H: Handler> GroupCtx<'_, H> {
                 Ok(ev) => self.apply(ev).instrument(span.clone()).await,
             };
             span.in_scope(|| log_outcome(&outcome));
-            // FIFO: once a record of the group is not acknowledged, applying a
-            // later one would reorder the group, so the rest wait for the
-            // redelivery.
-            if self.fifo && !outcome.acknowledge() {
+            // Strict order (FIFO, streams): once a record of the group is not
+            // acknowledged, applying a later one would reorder the group, so
+            // the rest wait for the redelivery.
+            if self.strict && !outcome.acknowledge() {
                 blocked = true;
             }
             out.push((i, outcome));
@@ -454,8 +508,8 @@ impl<H: Handler> GroupCtx<'_, H> {
     }
 }
 
-fn record_span<H: Handler>(handler: &H, record: &SqsMessage, ev: Option<&H::Event>) -> Span {
-    handler.span(record.message_id.as_deref().unwrap_or("-"), ev)
+fn record_span<H: Handler>(handler: &H, record: &H::Record, ev: Option<&H::Event>) -> Span {
+    handler.span(record.id().unwrap_or("-"), ev)
 }
 
 /// One log line per record, at a level that matches what an operator must do.

@@ -49,6 +49,7 @@ pub mod error;
 pub mod event;
 pub mod ledger;
 pub mod metrics;
+pub mod notifier;
 pub mod orders;
 pub mod sqs;
 pub mod store;

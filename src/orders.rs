@@ -3,6 +3,7 @@
 //! a second one only to record a rejection in its turn), with the
 //! warm-container dedupe cache in front.
 
+use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Level, Span, field};
 
 use crate::batch::{Cx, Handler, Skip, Verdict};
@@ -57,11 +58,12 @@ impl Orders {
 }
 
 impl Handler for Orders {
+    type Record = SqsMessage;
     type Event = OrderEvent;
     type Outcome = Outcome;
 
-    fn parse(&self, body: Option<&str>) -> Result<OrderEvent, ParseError> {
-        parse_body(body)
+    fn parse(&self, record: &SqsMessage) -> Result<OrderEvent, ParseError> {
+        parse_body(record.body.as_deref())
     }
 
     fn key(&self, ev: &OrderEvent) -> String {

@@ -21,7 +21,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
 };
 
 use crate::domain::{OrderSnapshot, Requires};
@@ -270,6 +270,27 @@ impl OrderStore {
     }
 }
 
+/// What DynamoDB said to a conditional UpdateItem, for the adapters that
+/// read the refused item themselves (the notifier's).
+pub(crate) enum Conditional {
+    Committed,
+    /// The condition failed; the item (ALL_OLD) it was checked against.
+    Refused(Option<HashMap<String, AttributeValue>>),
+}
+
+/// Send a conditional UpdateItem, mapping errors as every adapter does.
+pub(crate) async fn send_conditional(
+    request: UpdateItemFluentBuilder,
+) -> Result<Conditional, StoreError> {
+    match request.send().await {
+        Ok(_) => Ok(Conditional::Committed),
+        Err(err) => match classify_sdk_error(err) {
+            Refusal::Condition(item) => Ok(Conditional::Refused(item)),
+            Refusal::Error(e) => Err(e),
+        },
+    }
+}
+
 enum Refusal {
     Condition(Option<HashMap<String, AttributeValue>>),
     Error(StoreError),
@@ -342,8 +363,30 @@ pub async fn create_table_with_key(
     table: &str,
     key: &str,
 ) -> Result<(), StoreError> {
+    create(client, table, key, false).await
+}
+
+/// Create the orders table with its stream (old and new images), as
+/// template.yaml does: the order notifier's outbox.
+pub async fn create_table_with_stream(client: &Client, table: &str) -> Result<(), StoreError> {
+    create(client, table, KEY, true).await
+}
+
+async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result<(), StoreError> {
+    let stream = stream
+        .then(|| {
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewAndOldImages)
+                .build()
+        })
+        .transpose()
+        .map_err(|e| StoreError::Client {
+            code: e.to_string(),
+        })?;
     client
         .create_table()
+        .set_stream_specification(stream)
         .table_name(table)
         .attribute_definitions(
             AttributeDefinition::builder()

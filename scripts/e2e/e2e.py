@@ -62,7 +62,47 @@ def clients(endpoint):
     def make(name):
         return session.client(name, endpoint_url=endpoint, config=cfg)
 
-    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs")}
+    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs", "ssm")}
+
+
+class WebhookProvider:
+    """A notification provider on 127.0.0.1 for the order notifier: accepts a
+    POST once per Idempotency-Key (a repeat gets the same answer and changes
+    nothing), and counts requests and acceptances per key."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests, self.accepted = Counter(), Counter()
+        lock = threading.Lock()
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                key = self.headers.get("Idempotency-Key")
+                with lock:
+                    if key is None:
+                        status = 400
+                    else:
+                        provider.requests[key] += 1
+                        status = 200 if provider.accepted[key] else 201
+                        provider.accepted[key] = 1
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/notify"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
 
 
 # ---------------------------------------------------------------------------
@@ -408,11 +448,18 @@ def run(args):
     }
     deployed = False
     try:
-        out = deploy(c, args.template, {"order-consumer": args.zip, "payment-ledger": args.ledger_zip},
+        # The webhook URL reaches the template through an SSM parameter, as
+        # in AWS (NotifyWebhookUrlParameter's default name).
+        provider = WebhookProvider()
+        c["ssm"].put_parameter(Name=WEBHOOK_PARAMETER, Value=provider.url, Type="String", Overwrite=True)
+        step(f"SSM {WEBHOOK_PARAMETER} = {provider.url} (a local provider that deduplicates by Idempotency-Key)")
+        out = deploy(c, args.template, {"order-consumer": args.zip, "payment-ledger": args.ledger_zip,
+                                        "order-notifier": args.notifier_zip},
                      params, args.deploy_timeout)
         deployed = True
         checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
-        run_scenario(c, out, params, args, checks)
+        plan = run_scenario(c, out, params, args, checks)
+        check_notifications(c, out, plan, provider, args, checks)
     except Failure as e:
         checks.check(False, "run completed", str(e))
     except Exception as e:  # noqa: BLE001 - report, delete the stack, fail
@@ -493,6 +540,47 @@ class LedgerRun:
                      f"got {entries}")
         v, nv, _ = queue_counts(self.sqs, self.dlq)
         checks.check(v + nv == 0, "payment ledger: its DLQ is empty", f"{v + nv} message(s)")
+
+
+WEBHOOK_PARAMETER = "/order-consumer/notify-webhook-url"
+
+
+def check_notifications(c, out, plan, provider, args, checks):
+    """The order notifier, fed by the orders table's stream: one accepted
+    notification per (order, template), none twice."""
+    want = set()
+    for order, (status, _seq, _hist) in plan.expect.items():
+        want.add(f"order-{order}-order-confirmation")
+        if status in ("SHIPPED", "DELIVERED"):
+            want.add(f"order-{order}-shipping-notice")
+        if status == "CANCELLED":
+            want.add(f"order-{order}-cancellation-notice")
+
+    def delivered():
+        got = set(provider.accepted)
+        return got >= want, f"{len(got & want)} of {len(want)} notifications accepted"
+    try:
+        wait_until("the order notifier to deliver every notification", args.drain_timeout, delivered, interval=1)
+    except Failure as e:
+        say(f"        {e}")
+    got = set(provider.accepted)
+    checks.check(got == want,
+                 f"order notifier: the provider accepted exactly the {len(want)} notifying transitions "
+                 "(confirmation per order, shipping notice per shipped order, cancellation per cancelled order)",
+                 f"missing {sorted(want - got)}, unexpected {sorted(got - want)}")
+    resent = {k: n for k, n in provider.requests.items() if n > 1}
+    checks.check(all(n == 1 for n in provider.accepted.values()),
+                 "order notifier: nothing accepted twice (Idempotency-Key)"
+                 + (f"; {len(resent)} key(s) were re-sent and deduplicated" if resent else ""),
+                 f"accepted counts {dict(provider.accepted)}")
+    items = c["dynamodb"].scan(TableName=out["NotificationsTableName"], ConsistentRead=True)["Items"]
+    statuses = Counter(i["status"]["S"] for i in items)
+    checks.check(statuses == Counter({"SENT": len(want)}),
+                 f"order notifier: the notifications table records {len(want)} SENT, nothing else",
+                 f"got {dict(statuses)}")
+    v, nv, _ = queue_counts(c["sqs"], out["NotifierFailureQueueUrl"])
+    checks.check(v + nv == 0, "order notifier: its failure destination is empty", f"{v + nv} message(s)")
+    provider.close()
 
 
 def run_scenario(c, out, params, args, checks):
@@ -759,9 +847,11 @@ def run_scenario(c, out, params, args, checks):
 
     # The environment the function's process really got (Linux /proc).
     if args.ministack_pid:
-        # The ledger's processes (LEDGER_TABLE set) are checked apart.
+        # The ledger's processes (LEDGER_TABLE set) are checked apart; the
+        # notifier's (NOTIFICATIONS_TABLE) by what they delivered.
         all_envs = bootstrap_environments(args.ministack_pid)
-        envs = [(pid, e) for pid, e in all_envs if "LEDGER_TABLE" not in e]
+        envs = [(pid, e) for pid, e in all_envs
+                if "LEDGER_TABLE" not in e and "NOTIFICATIONS_TABLE" not in e]
         ledger_envs = [(pid, e) for pid, e in all_envs if "LEDGER_TABLE" in e]
         want = {"TABLE_NAME": table, "AWS_ENDPOINT_URL": args.endpoint, "AWS_REGION": REGION}
         bad = [(pid, {k: e.get(k) for k in want}) for pid, e in envs if any(e.get(k) != v for k, v in want.items())]
@@ -790,6 +880,7 @@ def run_scenario(c, out, params, args, checks):
                                             "AWS_LAMBDA_RUNTIME_API", "AWS_CONFIG_FILE")))
     say(f"        {n_sent} messages sent ({extra_copies} repeats, {plan.rejected} illegal, 1 poison); "
         f"{len(plan.expect)} orders; drained in {drain_s:.0f}s")
+    return plan
 
 
 def main():
@@ -803,6 +894,7 @@ def main():
     r.add_argument("--template", required=True)
     r.add_argument("--zip", required=True)
     r.add_argument("--ledger-zip", required=True)
+    r.add_argument("--notifier-zip", required=True)
     r.add_argument("--function-timeout", type=int, default=3)
     r.add_argument("--deadline-margin-ms", type=int, default=1000)
     r.add_argument("--deploy-timeout", type=int, default=180)

@@ -20,7 +20,7 @@ pub mod store;
 
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::LambdaEvent;
 use tokio::time::Instant;
 use tracing::{Span, field};
@@ -46,11 +46,12 @@ impl Ledger {
 }
 
 impl Handler for Ledger {
+    type Record = SqsMessage;
     type Event = LedgerEvent;
     type Outcome = LedgerOutcome;
 
-    fn parse(&self, body: Option<&str>) -> Result<LedgerEvent, ParseError> {
-        parse_ledger_body(body)
+    fn parse(&self, record: &SqsMessage) -> Result<LedgerEvent, ParseError> {
+        parse_ledger_body(record.body.as_deref())
     }
 
     /// One account's records are applied one after another: they all update

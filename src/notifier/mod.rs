@@ -1,0 +1,362 @@
+//! The order notifier: customer notifications from the orders table's
+//! DynamoDB stream, exactly once in effect.
+//!
+//! The stream is the outbox: a status change and its stream record commit
+//! together, so the order consumer's hot path gets no extra write. For each
+//! transition into PLACED, SHIPPED or CANCELLED the notifier
+//! 1. claims `{orderId}#{template}` in the notifications table (a
+//!    conditional write with a lease that ends with the invocation);
+//! 2. POSTs the webhook with `Idempotency-Key: order-{orderId}-{template}`;
+//! 3. records SENT (or REJECTED) if the claim is still its own.
+//!
+//! A crash between 2 and 3 leaves a SENDING record whose lease expires; the
+//! retry sends again under the same key and the provider deduplicates. The
+//! table makes retries cheap and visible; the key makes them harmless.
+//!
+//! - [`domain`]: which changes notify, outcomes, reading a refused claim.
+//! - [`store`]: the notifications table.
+//! - [`webhook`]: the provider client (reqwest, rustls, timeouts).
+//! - [`Notifier`] (here): the [`Handler`] the shared batch machinery runs
+//!   (stream records are strictly ordered per order); [`NotifierFunction`]:
+//!   the Lambda function, reporting failed records by SequenceNumber.
+
+pub mod domain;
+pub mod store;
+pub mod webhook;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use lambda_runtime::LambdaEvent;
+use serde::Deserialize;
+use tokio::time::Instant;
+use tracing::{Span, field};
+
+use crate::batch::{self, BatchReport, Cx, Handler, Settings};
+use crate::config::{ConfigError, DEFAULT_DEADLINE_MARGIN_MS, DEFAULT_MAX_CONCURRENCY, parse_in};
+use crate::domain::Status;
+use crate::event::ParseError;
+use domain::{Change, NotifyError, NotifyOutcome, classify_claim_refusal, notification_for};
+use store::{Claim, Finish, NotificationStore};
+use webhook::{Delivery, Webhook};
+
+/// The notifier's record handling.
+#[derive(Debug)]
+pub struct Notifier {
+    store: NotificationStore,
+    webhook: Webhook,
+}
+
+impl Notifier {
+    pub fn new(store: NotificationStore, webhook: Webhook) -> Self {
+        Notifier { store, webhook }
+    }
+}
+
+/// The image fields the notifier reads.
+#[derive(Deserialize, Default)]
+struct Image {
+    order_id: Option<String>,
+    status: Option<String>,
+    customer_id: Option<String>,
+    tracking_id: Option<String>,
+    carrier: Option<String>,
+}
+
+fn image(item: &serde_dynamo::Item, which: &'static str) -> Result<Image, ParseError> {
+    if item.is_empty() {
+        return Ok(Image::default());
+    }
+    serde_dynamo::from_item(item.clone()).map_err(|_| ParseError::WrongType {
+        path: which.to_owned(),
+        expected: "an order item",
+    })
+}
+
+fn status(raw: Option<String>, which: &'static str) -> Result<Option<Status>, ParseError> {
+    raw.map(|s| {
+        Status::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or(ParseError::InvalidValue {
+                path: format!("{which}.status"),
+                reason: "is not an order status",
+            })
+    })
+    .transpose()
+}
+
+/// Read one stream record into a [`Change`].
+pub fn parse_change(record: &EventRecord) -> Result<Change, ParseError> {
+    let new = image(&record.change.new_image, "NewImage")?;
+    let old = image(&record.change.old_image, "OldImage")?;
+    let keys = image(&record.change.keys, "Keys")?;
+    let order_id = keys
+        .order_id
+        .or_else(|| new.order_id.clone())
+        .or_else(|| old.order_id.clone())
+        .filter(|id| !id.is_empty())
+        .ok_or(ParseError::MissingField {
+            path: "Keys.order_id".into(),
+        })?;
+    Ok(Change {
+        order_id,
+        old_status: status(old.status, "OldImage")?,
+        new_status: status(new.status, "NewImage")?,
+        customer_id: new.customer_id,
+        tracking_id: new.tracking_id,
+        carrier: new.carrier,
+    })
+}
+
+fn epoch_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A claim id unique to this attempt (process, time, counter).
+fn claim_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}-{}",
+        std::process::id(),
+        epoch_ms(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl Handler for Notifier {
+    type Record = EventRecord;
+    type Event = Change;
+    type Outcome = NotifyOutcome;
+
+    fn parse(&self, record: &EventRecord) -> Result<Change, ParseError> {
+        parse_change(record)
+    }
+
+    fn key(&self, change: &Change) -> String {
+        change.order_id.clone()
+    }
+
+    /// Stream records keep their order; no rank is needed.
+    fn rank(&self, _change: &Change) -> u64 {
+        0
+    }
+
+    fn span(&self, record_id: &str, change: Option<&Change>) -> Span {
+        tracing::info_span!(
+            "record",
+            sequence_number = record_id,
+            order_id = change.map(|c| c.order_id.as_str()),
+            old_status = change.and_then(|c| c.old_status).map(Status::as_str),
+            new_status = change.and_then(|c| c.new_status).map(Status::as_str),
+            outcome = field::Empty,
+        )
+    }
+
+    /// A change that notifies nobody costs nothing, not even time.
+    fn settle_without_io(&self, change: &Change, _cx: &Cx) -> Option<NotifyOutcome> {
+        notification_for(change)
+            .is_none()
+            .then_some(NotifyOutcome::NothingToSend)
+    }
+
+    async fn apply(&self, change: &Change, cx: &Cx) -> NotifyOutcome {
+        let Some(n) = notification_for(change) else {
+            return NotifyOutcome::NothingToSend;
+        };
+        let now = epoch_ms();
+        // The lease ends when this invocation stops working on the record:
+        // the batch cuts every record off at `cutoff`.
+        let lease_until = now
+            + cx.cutoff
+                .saturating_duration_since(Instant::now())
+                .as_millis() as u64;
+        let claim = claim_id();
+        match self.store.claim(&n, &claim, lease_until, now).await {
+            Ok(Claim::Granted) => {}
+            Ok(Claim::Refused(stored)) => return classify_claim_refusal(stored.as_ref(), now),
+            Err(e) => return NotifyOutcome::Failed(NotifyError::Store(e)),
+        }
+        let (finish, outcome) = match self.webhook.post(&n).await {
+            Delivery::Accepted(code) => (Finish::Sent { http_status: code }, NotifyOutcome::Sent),
+            Delivery::Refused(code) => (
+                Finish::Rejected { http_status: code },
+                NotifyOutcome::Rejected { status: code },
+            ),
+            failed => {
+                if let Err(e) = self.store.release(&n, &claim).await {
+                    tracing::warn!(error = %e, "could not release the claim; its lease will expire");
+                }
+                return NotifyOutcome::Failed(match failed {
+                    Delivery::Retry(status) => NotifyError::Provider { status },
+                    _ => NotifyError::ProviderUnreachable,
+                });
+            }
+        };
+        match self.store.finish(&n, &claim, finish, epoch_ms()).await {
+            Ok(true) => outcome,
+            Ok(false) => {
+                // Our lease expired and another attempt took over; it sends
+                // under the same key, which the provider deduplicates.
+                tracing::warn!(
+                    "claim taken over before it was recorded; the provider deduplicates"
+                );
+                outcome
+            }
+            // Delivered but not recorded: the retry finds the claim, waits
+            // out the lease and sends again under the same key.
+            Err(e) => NotifyOutcome::Failed(NotifyError::Store(e)),
+        }
+    }
+}
+
+/// The notifier's configuration, read once per cold start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifierConfig {
+    /// `NOTIFICATIONS_TABLE` (required): hash key `notification_id`.
+    pub notifications_table: String,
+    /// `NOTIFY_WEBHOOK_URL` (required): the provider's endpoint. In AWS it
+    /// comes from an SSM parameter (template.yaml), never a literal.
+    pub webhook_url: String,
+    /// `NOTIFY_TIMEOUT_MS` (default 3000, 100..=30000): one webhook request.
+    pub webhook_timeout: Duration,
+    /// `MAX_CONCURRENCY` (default 8): orders notified concurrently.
+    pub max_concurrency: usize,
+    /// `DEADLINE_MARGIN_MS` (default 2000).
+    pub deadline_margin: Duration,
+    /// `METRICS_NAMESPACE` (default `OrderNotifier`).
+    pub metrics_namespace: String,
+    pub function_name: String,
+}
+
+impl NotifierConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required = |var: &'static str| {
+            get(var)
+                .filter(|s| !s.trim().is_empty())
+                .ok_or(ConfigError::Missing(var))
+        };
+        let webhook_url = required("NOTIFY_WEBHOOK_URL")?;
+        if !(webhook_url.starts_with("https://") || webhook_url.starts_with("http://")) {
+            return Err(ConfigError::Invalid {
+                var: "NOTIFY_WEBHOOK_URL",
+                reason: "expected an http(s) URL".into(),
+            });
+        }
+        let optional = |var: &str, default: &str| {
+            get(var)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        Ok(NotifierConfig {
+            notifications_table: required("NOTIFICATIONS_TABLE")?,
+            webhook_url,
+            webhook_timeout: Duration::from_millis(parse_in(
+                &get,
+                "NOTIFY_TIMEOUT_MS",
+                3_000,
+                100..=30_000,
+            )?),
+            max_concurrency: parse_in(
+                &get,
+                "MAX_CONCURRENCY",
+                DEFAULT_MAX_CONCURRENCY as u64,
+                1..=256,
+            )? as usize,
+            deadline_margin: Duration::from_millis(parse_in(
+                &get,
+                "DEADLINE_MARGIN_MS",
+                DEFAULT_DEADLINE_MARGIN_MS,
+                0..=60_000,
+            )?),
+            metrics_namespace: optional("METRICS_NAMESPACE", "OrderNotifier"),
+            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", "order-notifier"),
+        })
+    }
+}
+
+/// The `order-notifier` function: built once per cold start.
+#[derive(Debug)]
+pub struct NotifierFunction {
+    notifier: Notifier,
+    config: NotifierConfig,
+}
+
+impl NotifierFunction {
+    pub fn new(
+        client: aws_sdk_dynamodb::Client,
+        config: NotifierConfig,
+    ) -> Result<Self, reqwest::Error> {
+        let webhook = Webhook::new(&config.webhook_url, config.webhook_timeout)?;
+        let store = NotificationStore::new(client, &config.notifications_table);
+        Ok(NotifierFunction {
+            notifier: Notifier::new(store, webhook),
+            config,
+        })
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            max_concurrency: self.config.max_concurrency,
+            deadline_margin: self.config.deadline_margin,
+        }
+    }
+
+    /// The Lambda entry point: failed records are reported by their
+    /// SequenceNumber, and Lambda retries the shard from the lowest one.
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<StreamEvent>,
+    ) -> Result<DynamoDbEventResponse, lambda_runtime::Diagnostic> {
+        let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
+        tracing::info!(
+            request_id = %event.context.request_id,
+            records = event.payload.records.len(),
+            "stream batch received"
+        );
+        let (report, response) = self.handle_batch(&event.payload, deadline).await;
+        batch::emit_metrics(
+            batch::Metrics {
+                namespace: &self.config.metrics_namespace,
+                function_name: &self.config.function_name,
+            },
+            &report,
+        );
+        response.map_err(|e| e.diagnostic("OrderNotifier"))
+    }
+
+    /// Process a stream batch, keeping the per-record report (tests, demo).
+    pub async fn handle_batch(
+        &self,
+        event: &StreamEvent,
+        deadline: Instant,
+    ) -> (
+        BatchReport<NotifyOutcome>,
+        Result<DynamoDbEventResponse, batch::BatchError>,
+    ) {
+        let report =
+            batch::process(&self.notifier, self.settings(), &event.records, deadline).await;
+        let response = report.failures().map(|ids| {
+            let mut response = DynamoDbEventResponse::default();
+            for id in ids {
+                let mut failure = DynamoDbBatchItemFailure::default();
+                failure.item_identifier = Some(id);
+                response.batch_item_failures.push(failure);
+            }
+            response
+        });
+        if let Err(e) = &response {
+            tracing::error!(error = %e, "failing the invocation");
+        }
+        (report, response)
+    }
+}

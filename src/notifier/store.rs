@@ -1,0 +1,171 @@
+//! The notifications table: one record per (order, template), claimed
+//! before a delivery and finished after it, each step one conditional
+//! UpdateItem with `ReturnValuesOnConditionCheckFailure = ALL_OLD`.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+
+use crate::error::StoreError;
+use crate::notifier::domain::{Notification, Stored};
+use crate::store::{Conditional, send_conditional};
+
+/// The table's hash key: `{orderId}#{template}`.
+pub const KEY: &str = "notification_id";
+
+const SENDING: &str = "SENDING";
+const SENT: &str = "SENT";
+const REJECTED: &str = "REJECTED";
+
+/// The answer to a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// Ours until the lease expires.
+    Granted,
+    /// Someone else's (or finished); the record it was checked against.
+    Refused(Option<Stored>),
+}
+
+/// How a delivery ended, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    Sent { http_status: u16 },
+    Rejected { http_status: u16 },
+}
+
+#[derive(Debug, Clone)]
+pub struct NotificationStore {
+    client: Client,
+    table: String,
+}
+
+impl NotificationStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        NotificationStore {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// Claim `n` for this attempt (`claim_id`) until `lease_until_ms`. Granted
+    /// when nobody has it, or when the last claimant's lease expired (it
+    /// crashed, or ran out of time, between sending and recording): sending
+    /// again is then safe because the provider deduplicates on the key.
+    pub async fn claim(
+        &self,
+        n: &Notification,
+        claim_id: &str,
+        lease_until_ms: u64,
+        now_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&n.id()))
+            .update_expression(
+                "SET #st = :sending, lease_until = :lease, claim_id = :claim, order_id = :order, \
+                 template = :template, idempotency_key = :key ADD attempts :one",
+            )
+            .condition_expression(
+                "attribute_not_exists(notification_id) OR (#st = :sending AND lease_until < :now)",
+            )
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":sending", s(SENDING))
+            .expression_attribute_values(":lease", num(lease_until_ms))
+            .expression_attribute_values(":claim", s(claim_id))
+            .expression_attribute_values(":order", s(&n.order_id))
+            .expression_attribute_values(":template", s(n.template.as_str()))
+            .expression_attribute_values(":key", s(&n.idempotency_key()))
+            .expression_attribute_values(":one", num(1))
+            .expression_attribute_values(":now", num(now_ms))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        match send_conditional(request).await? {
+            Conditional::Committed => Ok(Claim::Granted),
+            Conditional::Refused(item) => {
+                Ok(Claim::Refused(item.as_ref().map(stored).transpose()?))
+            }
+        }
+    }
+
+    /// Record how the delivery ended, if the claim is still ours. `false`:
+    /// another invocation took the claim over after our lease expired; it
+    /// sends under the same key, so nothing is lost or duplicated.
+    pub async fn finish(
+        &self,
+        n: &Notification,
+        claim_id: &str,
+        how: Finish,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let (status, code) = match how {
+            Finish::Sent { http_status } => (SENT, http_status),
+            Finish::Rejected { http_status } => (REJECTED, http_status),
+        };
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&n.id()))
+            .update_expression(
+                "SET #st = :final, http_status = :code, finished_at = :now REMOVE lease_until",
+            )
+            .condition_expression("#st = :sending AND claim_id = :claim")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":final", s(status))
+            .expression_attribute_values(":code", num(u64::from(code)))
+            .expression_attribute_values(":now", num(now_ms))
+            .expression_attribute_values(":sending", s(SENDING))
+            .expression_attribute_values(":claim", s(claim_id))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        Ok(matches!(
+            send_conditional(request).await?,
+            Conditional::Committed
+        ))
+    }
+
+    /// Give the claim back after a failed delivery, so that the retry does
+    /// not wait for the lease to expire.
+    pub async fn release(&self, n: &Notification, claim_id: &str) -> Result<(), StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&n.id()))
+            .update_expression("SET lease_until = :zero")
+            .condition_expression("#st = :sending AND claim_id = :claim")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":zero", num(0))
+            .expression_attribute_values(":sending", s(SENDING))
+            .expression_attribute_values(":claim", s(claim_id));
+        send_conditional(request).await.map(|_| ())
+    }
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn num(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn stored(item: &HashMap<String, AttributeValue>) -> Result<Stored, StoreError> {
+    match item.get("status") {
+        Some(AttributeValue::S(st)) if st == SENT => Ok(Stored::Sent),
+        Some(AttributeValue::S(st)) if st == REJECTED => Ok(Stored::Rejected),
+        Some(AttributeValue::S(st)) if st == SENDING => match item.get("lease_until") {
+            Some(AttributeValue::N(n)) => n
+                .parse()
+                .map(|lease_until_ms| Stored::Sending { lease_until_ms })
+                .map_err(|_| StoreError::CorruptItem("`lease_until` is not an integer".into())),
+            _ => Err(StoreError::CorruptItem(
+                "SENDING without `lease_until`".into(),
+            )),
+        },
+        _ => Err(StoreError::CorruptItem(
+            "unknown notification `status`".into(),
+        )),
+    }
+}

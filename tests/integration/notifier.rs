@@ -1,0 +1,451 @@
+//! The order notifier against a real DynamoDB-compatible server and a local
+//! provider that deduplicates by Idempotency-Key. Stream records have
+//! exactly the shape Lambda delivers (`eventName`, `dynamodb.Keys`,
+//! `NewImage`, `OldImage`, `SequenceNumber`, `StreamViewType`, ...).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use aws_lambda_events::event::dynamodb::Event as StreamEvent;
+use aws_sdk_dynamodb::types::AttributeValue;
+use order_consumer::batch::Verdict;
+use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
+use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
+use order_consumer::notifier::webhook::{Delivery, Webhook};
+use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+use serde_json::{Value, json};
+
+use crate::provider::{Mode, Provider};
+use crate::support::*;
+
+struct Setup {
+    db: TestDb,
+    table: String,
+    provider: Provider,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        let db = TestDb::new().await;
+        let table = format!("{}-notifications", db.table);
+        order_consumer::store::create_table_with_key(&db.client, &table, KEY)
+            .await
+            .expect("notifications table");
+        Setup {
+            db,
+            table,
+            provider: Provider::start().await,
+        }
+    }
+
+    fn notifier(&self, env: &[(&str, &str)]) -> NotifierFunction {
+        let mut vars: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        vars.insert("NOTIFICATIONS_TABLE".into(), self.table.clone());
+        vars.insert("NOTIFY_WEBHOOK_URL".into(), self.provider.url.clone());
+        let config = NotifierConfig::from_lookup(|k| vars.get(k).cloned()).expect("config");
+        NotifierFunction::new(self.db.client.clone(), config).expect("notifier")
+    }
+
+    async fn status(&self, id: &str) -> Option<String> {
+        self.db
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY, AttributeValue::S(id.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("GetItem")
+            .item
+            .map(|i| s(&i, "status"))
+    }
+}
+
+/// An order image as the order consumer writes it (the fields that matter).
+fn image(order: &str, status: &str) -> Value {
+    json!({"order_id": {"S": order}, "status": {"S": status},
+           "customer_id": {"S": "cust-1"}, "last_event_seq": {"N": "1"},
+           "history": {"L": [{"S": "evt-1"}]}})
+}
+
+/// One stream record, shaped as Lambda delivers it.
+fn record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value {
+    let name = match (old, new) {
+        (None, Some(_)) => "INSERT",
+        (Some(_), Some(_)) => "MODIFY",
+        _ => "REMOVE",
+    };
+    let mut change = json!({
+        "ApproximateCreationDateTime": 1796551200.0,
+        "Keys": {"order_id": {"S": order}},
+        "SequenceNumber": format!("{:021}", 1000 + seq),
+        "SizeBytes": 120,
+        "StreamViewType": "NEW_AND_OLD_IMAGES"
+    });
+    if let Some(o) = old {
+        change["OldImage"] = image(order, o);
+    }
+    if let Some(n) = new {
+        change["NewImage"] = image(order, n);
+    }
+    json!({
+        "eventID": format!("ev-{seq}"),
+        "eventName": name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": change,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-12-01T00:00:00.000"
+    })
+}
+
+fn stream(records: Vec<Value>) -> StreamEvent {
+    serde_json::from_value(json!({ "Records": records })).expect("a DynamoDB stream event")
+}
+
+async fn run(n: &NotifierFunction, event: &StreamEvent) -> (Vec<&'static str>, Vec<String>) {
+    let (report, response) = n.handle_batch(event, far_deadline()).await;
+    let response = response.expect("partial-batch response");
+    (
+        report.outcomes().map(Verdict::label).collect(),
+        response
+            .batch_item_failures
+            .iter()
+            .filter_map(|f| f.item_identifier.clone())
+            .collect(),
+    )
+}
+
+/// Two orders' lifecycles: ord-1 placed, paid, shipped, delivered, and a
+/// MODIFY that keeps SHIPPED (a rejection recorded); ord-2 placed, cancelled.
+fn lifecycles() -> Vec<Value> {
+    vec![
+        record(1, "ord-1", None, Some("PLACED")),
+        record(2, "ord-2", None, Some("PLACED")),
+        record(3, "ord-1", Some("PLACED"), Some("PAID")),
+        record(4, "ord-1", Some("PAID"), Some("SHIPPED")),
+        record(5, "ord-2", Some("PLACED"), Some("CANCELLED")),
+        record(6, "ord-1", Some("SHIPPED"), Some("SHIPPED")),
+        record(7, "ord-1", Some("SHIPPED"), Some("DELIVERED")),
+    ]
+}
+
+fn expected_keys() -> HashSet<String> {
+    [
+        "order-ord-1-order-confirmation",
+        "order-ord-1-shipping-notice",
+        "order-ord-2-order-confirmation",
+        "order-ord-2-cancellation-notice",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
+}
+
+fn assert_each_accepted_once(p: &Provider) {
+    let accepted = p.accepted();
+    assert_eq!(
+        accepted.keys().cloned().collect::<HashSet<_>>(),
+        expected_keys(),
+        "exactly the notifying transitions reached the provider"
+    );
+    assert!(accepted.values().all(|n| *n == 1), "{accepted:?}");
+    assert_eq!(p.unkeyed(), 0, "every request carries an Idempotency-Key");
+}
+
+#[tokio::test]
+async fn each_transition_notifies_once_under_duplicated_and_replayed_batches() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[]);
+    let (labels, failed) = run(&n, &stream(lifecycles())).await;
+    assert_eq!(
+        labels,
+        [
+            "Sent",
+            "Sent",
+            "NothingToSend",
+            "Sent",
+            "Sent",
+            "NothingToSend",
+            "NothingToSend"
+        ]
+    );
+    assert!(failed.is_empty());
+    assert_each_accepted_once(&s.provider);
+    assert_eq!(
+        s.status("ord-1#shipping-notice").await.as_deref(),
+        Some("SENT")
+    );
+
+    // Lambda replays the batch, and a batch holding every record twice.
+    let mut twice = lifecycles();
+    twice.extend(lifecycles());
+    for event in [stream(lifecycles()), stream(twice)] {
+        let (labels, failed) = run(&n, &event).await;
+        assert!(failed.is_empty());
+        assert!(!labels.contains(&"Sent"), "{labels:?}");
+    }
+    assert_each_accepted_once(&s.provider);
+    for key in expected_keys() {
+        assert_eq!(s.provider.requests(&key), 1, "{key}: no resend after SENT");
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_sending_and_recording_resends_under_the_same_key() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[]);
+    // An earlier invocation claimed the confirmation with a 300 ms lease,
+    // delivered it, and died before recording SENT.
+    let note = Notification {
+        order_id: "ord-1".into(),
+        template: Template::OrderConfirmation,
+        customer_id: Some("cust-1".into()),
+        tracking_id: None,
+        carrier: None,
+    };
+    let store = NotificationStore::new(s.db.client.clone(), &s.table);
+    let now = epoch_ms();
+    assert_eq!(
+        store.claim(&note, "crashed", now + 300, now).await.unwrap(),
+        Claim::Granted
+    );
+    let hook = Webhook::new(&s.provider.url, Duration::from_secs(2)).unwrap();
+    assert_eq!(hook.post(&note).await, Delivery::Accepted(201));
+
+    // Its redelivery while the lease is live: someone is on it, retry later.
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Busy"]);
+    assert_eq!(failed, [format!("{:021}", 1001)]);
+
+    // After the lease: sent again under the same key; the provider keeps one.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Sent"]);
+    assert!(failed.is_empty());
+    let key = "order-ord-1-order-confirmation";
+    assert_eq!(s.provider.requests(key), 2, "the retry did send");
+    assert_eq!(s.provider.accepted().get(key), Some(&1), "accepted once");
+    assert_eq!(
+        s.status("ord-1#order-confirmation").await.as_deref(),
+        Some("SENT")
+    );
+}
+
+#[tokio::test]
+async fn provider_errors_and_timeouts_are_retried_then_delivered_once() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "300")]);
+    let event = stream(vec![
+        record(1, "ord-1", None, Some("PLACED")),
+        record(2, "ord-1", Some("PLACED"), Some("CANCELLED")),
+    ]);
+    for (mode, want) in [
+        (
+            Mode::Fail(500),
+            NotifyOutcome::Failed(NotifyError::Provider { status: 500 }),
+        ),
+        (
+            Mode::Fail(429),
+            NotifyOutcome::Failed(NotifyError::Provider { status: 429 }),
+        ),
+        (
+            Mode::Hang,
+            NotifyOutcome::Failed(NotifyError::ProviderUnreachable),
+        ),
+    ] {
+        s.provider.set_mode(mode);
+        let (report, response) = n.handle_batch(&event, far_deadline()).await;
+        assert_eq!(report.records[0].outcome, want, "{mode:?}");
+        // The order's later record waits for the failed one (stream order).
+        assert_eq!(report.records[1].outcome.label(), "NotAttempted");
+        let failed: Vec<_> = response
+            .expect("partial response")
+            .batch_item_failures
+            .into_iter()
+            .filter_map(|f| f.item_identifier)
+            .collect();
+        assert_eq!(failed.len(), 2, "{mode:?}");
+    }
+    assert!(s.provider.accepted().is_empty());
+
+    // Healed: the claim was given back, so the retry sends at once.
+    s.provider.set_mode(Mode::Accept);
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Sent", "Sent"]);
+    assert!(failed.is_empty());
+    let accepted = s.provider.accepted();
+    assert_eq!(accepted.len(), 2);
+    assert!(accepted.values().all(|c| *c == 1));
+}
+
+#[tokio::test]
+async fn a_refusal_is_recorded_and_never_resent() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[]);
+    s.provider.set_mode(Mode::Fail(422));
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Rejected"]);
+    assert!(failed.is_empty(), "a refusal is final: acknowledged");
+    assert_eq!(
+        s.status("ord-1#order-confirmation").await.as_deref(),
+        Some("REJECTED")
+    );
+    s.provider.set_mode(Mode::Accept);
+    let (labels, _) = run(&n, &event).await;
+    assert_eq!(labels, ["AlreadyRejected"]);
+    assert_eq!(s.provider.requests("order-ord-1-order-confirmation"), 1);
+}
+
+#[tokio::test]
+async fn concurrent_invocations_deliver_each_notification_once() {
+    let s = Setup::new().await;
+    let (a, b, c) = (s.notifier(&[]), s.notifier(&[]), s.notifier(&[]));
+    let event = stream(lifecycles());
+    let ((la, fa), (lb, fb), (lc, fc)) =
+        tokio::join!(run(&a, &event), run(&b, &event), run(&c, &event));
+    let sent = [&la, &lb, &lc]
+        .iter()
+        .flat_map(|l| l.iter())
+        .filter(|l| **l == "Sent")
+        .count();
+    assert_eq!(sent, 4, "four notifications, each sent by one invocation");
+    // The others saw a live claim (retried) or a finished record.
+    for labels in [&la, &lb, &lc] {
+        assert!(
+            labels.iter().all(|l| [
+                "Sent",
+                "AlreadySent",
+                "Busy",
+                "NothingToSend",
+                "NotAttempted"
+            ]
+            .contains(l)),
+            "{labels:?}"
+        );
+    }
+    let _ = (fa, fb, fc);
+    // Lambda retries what was reported: nothing new is sent.
+    let (labels, failed) = run(&a, &event).await;
+    assert!(failed.is_empty(), "{labels:?}");
+    assert_each_accepted_once(&s.provider);
+    for key in expected_keys() {
+        assert_eq!(
+            s.provider.requests(&key),
+            1,
+            "{key}: sent by exactly one invocation"
+        );
+    }
+}
+
+#[test]
+fn a_record_that_is_not_an_order_change_is_invalid_alone() {
+    let bad = record(1, "", None, Some("PLACED"));
+    let mut unknown = record(2, "ord-1", None, Some("PLACED"));
+    unknown["dynamodb"]["NewImage"]["status"] = json!({"S": "TELEPORTED"});
+    let event = stream(vec![bad, unknown]);
+    for r in &event.records {
+        assert!(order_consumer::notifier::parse_change(r).is_err());
+    }
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// The whole path: the order consumer applies events (shuffled, with
+/// duplicates, over several batches) to a table whose real stream dynoxide
+/// records; the notifier then reads that stream in small batches, again
+/// whole, and with every record twice. Each notifying transition reaches the
+/// provider exactly once; nothing else does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_from_the_real_stream_are_sent_once() {
+    use crate::streams::{StreamDb, stream_event};
+
+    let sdb = StreamDb::new().await;
+    let consumer = consumer_with(sdb.store(), &[]);
+    let e = |order: &str, seq: u64, kind: &str| body(order, seq, kind, &format!("e-{order}-{seq}"));
+    let batches = [
+        vec![
+            e("ord-1", 2, "OrderPaid"),
+            e("ord-1", 1, "OrderPlaced"),
+            e("ord-2", 1, "OrderPlaced"),
+        ],
+        vec![
+            e("ord-1", 1, "OrderPlaced"),
+            e("ord-3", 1, "OrderPlaced"),
+            e("ord-1", 3, "OrderShipped"),
+        ],
+        vec![
+            e("ord-2", 2, "OrderCancelled"),
+            e("ord-1", 4, "OrderDelivered"),
+            e("ord-2", 2, "OrderCancelled"),
+        ],
+        // Rejected in its turn: a MODIFY that keeps CANCELLED (spends seq 3).
+        vec![e("ord-2", 3, "OrderShipped"), e("ord-3", 2, "OrderPaid")],
+    ];
+    for b in &batches {
+        crate::support::run(&consumer, &batch_of(b)).await;
+    }
+    let records = sdb.records();
+    assert!(
+        records.len() >= 9,
+        "one stream record per committed write: {}",
+        records.len()
+    );
+
+    let table = "notifications".to_owned();
+    order_consumer::store::create_table_with_key(&sdb.client, &table, KEY)
+        .await
+        .expect("notifications table");
+    let provider = Provider::start().await;
+    let config = NotifierConfig::from_lookup(|k| match k {
+        "NOTIFICATIONS_TABLE" => Some(table.clone()),
+        "NOTIFY_WEBHOOK_URL" => Some(provider.url.clone()),
+        _ => None,
+    })
+    .expect("config");
+    let n = NotifierFunction::new(sdb.client.clone(), config).expect("notifier");
+
+    let mut doubled = records.clone();
+    doubled.extend(records.clone());
+    let mut sent = 0;
+    for chunk in records.chunks(3) {
+        let (labels, failed) = run(&n, &stream_event(chunk)).await;
+        assert!(failed.is_empty(), "{labels:?}");
+        sent += labels.iter().filter(|l| **l == "Sent").count();
+    }
+    for event in [stream_event(&records), stream_event(&doubled)] {
+        let (labels, failed) = run(&n, &event).await;
+        assert!(failed.is_empty());
+        assert!(
+            !labels.contains(&"Sent"),
+            "a replay sends nothing: {labels:?}"
+        );
+    }
+    let want: HashSet<String> = [
+        "order-ord-1-order-confirmation",
+        "order-ord-1-shipping-notice",
+        "order-ord-2-order-confirmation",
+        "order-ord-2-cancellation-notice",
+        "order-ord-3-order-confirmation",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    let accepted = provider.accepted();
+    assert_eq!(accepted.keys().cloned().collect::<HashSet<_>>(), want);
+    assert!(accepted.values().all(|c| *c == 1));
+    assert_eq!(sent, want.len());
+    for key in &want {
+        assert_eq!(provider.requests(key), 1, "{key}");
+    }
+}
