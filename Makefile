@@ -35,6 +35,11 @@ release: ## Build the release binaries for this machine (target/release/order-co
 
 bench: release ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS
 	cargo build --profile release-untuned --bin order-consumer
+	@# `cargo bench` builds into target/release as well (the bench profile):
+	@# measure copies of the two builds, taken before it runs.
+	mkdir -p target/bench-bins
+	cp target/release/order-consumer target/bench-bins/order-consumer.release
+	cp target/release-untuned/order-consumer target/bench-bins/order-consumer.untuned
 	cargo bench --bench bench
 
 validate: ## sam validate --lint, cfn-lint (SAM and translated), template policy checks
