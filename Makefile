@@ -26,7 +26,7 @@ help: ## List the targets
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
 	cargo run --quiet --example demo
 
-test: release ## Run all tests (unit, integration, and the release binary under a Lambda emulator)
+test: release ## Run all tests (unit, integration, and the release binaries under a Lambda emulator)
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run
 
