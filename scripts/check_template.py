@@ -348,8 +348,12 @@ def _(m: Model) -> None:
     for st in ddb:
         actions = set(as_list(st.get("Action")))
         for r in as_list(st.get("Resource")):
-            t, s_ = getatt_target(r), getatt_target(r, "StreamArn")
-            if s_ in streams:
+            t = getatt_target(r)
+            # `!Sub "${T.Arn}/stream/*"` (the evaluator leaves resource
+            # attributes in it as they are).
+            sub = r.get("Fn::Sub") if isinstance(r, dict) else r
+            s_ = next((x for x in streams if sub == f"${{{x}.Arn}}/stream/*"), None)
+            if s_ is not None:
                 granted.setdefault(f"{s_}.StreamArn", set()).update(actions)
                 continue
             assert t in tables, f"DynamoDB actions {sorted(actions)} granted on {r!r}, not on one of {sorted(tables)}"
@@ -358,7 +362,7 @@ def _(m: Model) -> None:
         assert granted.get(t, set()) == want, f"{t}: grants {sorted(granted.get(t, set()))}, expected {sorted(want)}"
     for t, want in streams.items():
         got = granted.get(f"{t}.StreamArn", set())
-        assert got == want, f"{t}.StreamArn: grants {sorted(got)}, expected {sorted(want)}"
+        assert got == want, f"{t}'s streams (${{{t}.Arn}}/stream/*): grants {sorted(got)}, expected {sorted(want)}"
 
 
 @check("function's SQS permissions are the event-source set on its queue (stream: SendMessage to its failure destination)")

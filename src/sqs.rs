@@ -12,6 +12,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, Visitor};
@@ -40,6 +41,32 @@ impl<'de> Deserialize<'de> for SqsInput {
         let mut event = SqsEvent::default();
         event.records = raw.records.into_iter().map(|r| r.0).collect();
         Ok(SqsInput(event))
+    }
+}
+
+/// A DynamoDB stream event read as strictly: the event and each record
+/// must be JSON objects (a record read from an array would carry a
+/// SequenceNumber nobody issued).
+#[derive(Debug, Clone, Default)]
+pub struct StreamInput(pub StreamEvent);
+
+impl StreamInput {
+    pub fn into_inner(self) -> StreamEvent {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for StreamInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(rename = "Records")]
+            records: Vec<Object<EventRecord>>,
+        }
+        let raw = Object::<Raw>::deserialize(deserializer)?.0;
+        let mut event = StreamEvent::default();
+        event.records = raw.records.into_iter().map(|r| r.0).collect();
+        Ok(StreamInput(event))
     }
 }
 
@@ -101,6 +128,19 @@ mod tests {
         assert!(err.to_string().contains("a JSON object"), "{err}");
         assert!(read(r#"{"Records":[null]}"#).is_err());
         assert!(read(r#"{}"#).is_err());
+    }
+
+    #[test]
+    fn stream_records_must_be_objects_too() {
+        let err =
+            serde_json::from_str::<StreamInput>(r#"{"Records":[["1"]]}"#).expect_err("must refuse");
+        assert!(err.to_string().contains("a JSON object"), "{err}");
+        let ok = serde_json::from_str::<StreamInput>(
+            r#"{"Records":[{"eventID":"e","eventName":"INSERT","awsRegion":"us-east-1",
+                "dynamodb":{"Keys":{"order_id":{"S":"o"}},"SequenceNumber":"1","SizeBytes":1}}]}"#,
+        )
+        .expect("a real-shaped record");
+        assert_eq!(ok.0.records[0].change.sequence_number.as_deref(), Some("1"));
     }
 
     #[test]

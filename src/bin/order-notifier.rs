@@ -3,10 +3,10 @@
 //! as the other functions: configuration, telemetry and clients once per
 //! cold start.
 
-use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use order_consumer::bootstrap;
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+use order_consumer::sqs::StreamInput;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -27,8 +27,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     );
     let notifier = NotifierFunction::new(client, config)?;
 
-    lambda_runtime::run(service_fn(|event: LambdaEvent<StreamEvent>| {
+    // Read strictly, as the SQS functions do: records must be JSON objects.
+    lambda_runtime::run(service_fn(|event: LambdaEvent<StreamInput>| {
         let notifier = &notifier;
+        let event = LambdaEvent::new(event.payload.into_inner(), event.context);
         async move { notifier.handle(event).await }
     }))
     .await

@@ -42,6 +42,9 @@ use domain::{Change, NotifyError, NotifyOutcome, classify_claim_refusal, notific
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, Webhook};
 
+/// Time for the claim and finish writes on top of the webhook timeout.
+const LEASE_SLACK: Duration = Duration::from_secs(2);
+
 /// The notifier's record handling.
 #[derive(Debug)]
 pub struct Notifier {
@@ -170,11 +173,17 @@ impl Handler for Notifier {
             return NotifyOutcome::NothingToSend;
         };
         let now = epoch_ms();
-        // The lease ends when this invocation stops working on the record:
-        // the batch cuts every record off at `cutoff`.
+        // The lease covers one attempt: the POST (bounded by the webhook
+        // timeout) and the two writes around it, and never outlives this
+        // invocation's work on the record (the batch cuts it off at
+        // `cutoff`). Short, so that a retry after a crash waits seconds, not
+        // the rest of the invocation's time; if this attempt is merely slow,
+        // a takeover sends under the same key and the provider keeps one.
+        let attempt = self.webhook.timeout() + LEASE_SLACK;
         let lease_until = now
             + cx.cutoff
                 .saturating_duration_since(Instant::now())
+                .min(attempt)
                 .as_millis() as u64;
         let claim = claim_id();
         match self.store.claim(&n, &claim, lease_until, now).await {
@@ -208,9 +217,15 @@ impl Handler for Notifier {
                 );
                 outcome
             }
-            // Delivered but not recorded: the retry finds the claim, waits
-            // out the lease and sends again under the same key.
-            Err(e) => NotifyOutcome::Failed(NotifyError::Store(e)),
+            // Delivered but not recorded: give the claim back (best effort),
+            // so the retry sends again under the same key without waiting
+            // for the lease.
+            Err(e) => {
+                if let Err(release) = self.store.release(&n, &claim).await {
+                    tracing::warn!(error = %release, "could not release the claim; its lease will expire");
+                }
+                NotifyOutcome::Failed(NotifyError::Store(e))
+            }
         }
     }
 }

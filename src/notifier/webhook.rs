@@ -10,9 +10,14 @@ use crate::notifier::domain::Notification;
 pub enum Delivery {
     /// 2xx: accepted (now, or earlier under the same key).
     Accepted(u16),
-    /// A 4xx other than 409 and 429: it will never accept this request.
+    /// A 4xx that says this request is wrong (400, 422, ...): it will never
+    /// be accepted.
     Refused(u16),
-    /// 5xx, 429 (slow down), 409 (the same key is being processed): retry.
+    /// 5xx, 429 (slow down), 409 (the same key is being processed), 408 and
+    /// 425 (timing), and 401/403/404: those say our credentials or URL are
+    /// wrong, not the notification, so it must survive until they are fixed
+    /// (it reaches the failure destination after the retries) rather than
+    /// be recorded as refused.
     Retry(u16),
     /// No answer within the timeout, or no connection.
     Unreachable,
@@ -22,7 +27,7 @@ impl Delivery {
     pub fn of_status(status: u16) -> Delivery {
         match status {
             200..=299 => Delivery::Accepted(status),
-            409 | 429 => Delivery::Retry(status),
+            401 | 403 | 404 | 408 | 409 | 425 | 429 => Delivery::Retry(status),
             400..=499 => Delivery::Refused(status),
             _ => Delivery::Retry(status),
         }
@@ -34,6 +39,7 @@ impl Delivery {
 pub struct Webhook {
     client: reqwest::Client,
     url: String,
+    timeout: Duration,
 }
 
 impl Webhook {
@@ -47,7 +53,13 @@ impl Webhook {
         Ok(Webhook {
             client,
             url: url.into(),
+            timeout,
         })
+    }
+
+    /// The bound on one request, end to end.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     pub async fn post(&self, n: &Notification) -> Delivery {
@@ -80,6 +92,12 @@ mod tests {
         assert_eq!(Delivery::of_status(400), Delivery::Refused(400));
         assert_eq!(Delivery::of_status(422), Delivery::Refused(422));
         assert_eq!(Delivery::of_status(409), Delivery::Retry(409));
+        for auth_or_url in [401, 403, 404, 408, 425] {
+            assert_eq!(
+                Delivery::of_status(auth_or_url),
+                Delivery::Retry(auth_or_url)
+            );
+        }
         assert_eq!(Delivery::of_status(429), Delivery::Retry(429));
         assert_eq!(Delivery::of_status(500), Delivery::Retry(500));
         assert_eq!(Delivery::of_status(503), Delivery::Retry(503));
