@@ -4,31 +4,98 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::batch::{Metrics, Settings};
+
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
 pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderConsumer";
 pub const DEFAULT_DEDUPE_CACHE_SIZE: usize = 10_000;
 
+/// What every function of this project reads the same way: how a batch
+/// runs and where its metrics go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `TABLE_NAME` (required): the orders table.
-    pub table_name: String,
-    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many orders of one batch
-    /// are written concurrently. Events of one order are always sequential.
+pub struct Runtime {
+    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many groups (orders,
+    /// accounts) of one batch are applied concurrently. One group's records
+    /// are always sequential.
     pub max_concurrency: usize,
     /// `DEADLINE_MARGIN_MS` (default 2000): stop starting records when less
     /// than this is left before the invocation deadline, and cut in-flight
     /// writes off at that point, leaving time to answer Lambda.
     pub deadline_margin: Duration,
+    /// `METRICS_NAMESPACE`: CloudWatch namespace of the Embedded Metric
+    /// Format line (each function has its own default).
+    pub metrics_namespace: String,
+    /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda): the metric dimension.
+    pub function_name: String,
+}
+
+impl Runtime {
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        default_namespace: &str,
+        default_function: &str,
+    ) -> Result<Self, ConfigError> {
+        let optional = |var: &str, default: &str| {
+            get(var)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        Ok(Runtime {
+            max_concurrency: parse_in(
+                get,
+                "MAX_CONCURRENCY",
+                DEFAULT_MAX_CONCURRENCY as u64,
+                1..=256,
+            )? as usize,
+            deadline_margin: Duration::from_millis(parse_in(
+                get,
+                "DEADLINE_MARGIN_MS",
+                DEFAULT_DEADLINE_MARGIN_MS,
+                0..=60_000,
+            )?),
+            metrics_namespace: optional("METRICS_NAMESPACE", default_namespace),
+            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", default_function),
+        })
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            max_concurrency: self.max_concurrency,
+            deadline_margin: self.deadline_margin,
+        }
+    }
+
+    pub fn metrics(&self) -> Metrics<'_> {
+        Metrics {
+            namespace: &self.metrics_namespace,
+            function_name: &self.function_name,
+        }
+    }
+}
+
+/// A variable that must be set and not blank.
+pub fn required(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<String, ConfigError> {
+    get(var)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or(ConfigError::Missing(var))
+}
+
+/// The order consumer's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `TABLE_NAME` (required): the orders table.
+    pub table_name: String,
     /// `DEDUPE_CACHE_SIZE` (default 10000, 0 disables): how many orders'
     /// last committed event the warm container remembers (about 150 bytes
     /// each), so that redelivered duplicates cost no DynamoDB request.
     pub dedupe_cache_size: usize,
-    /// `METRICS_NAMESPACE` (default `OrderConsumer`): CloudWatch namespace of
-    /// the Embedded Metric Format line.
-    pub metrics_namespace: String,
-    /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda): the metric dimension.
-    pub function_name: String,
+    /// `MAX_CONCURRENCY`, `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default
+    /// `OrderConsumer`).
+    pub runtime: Runtime,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -46,21 +113,7 @@ impl Config {
 
     /// Build from any lookup function (tests pass a map).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let table_name = get("TABLE_NAME")
-            .filter(|s| !s.trim().is_empty())
-            .ok_or(ConfigError::Missing("TABLE_NAME"))?;
-        let max_concurrency = parse_in(
-            &get,
-            "MAX_CONCURRENCY",
-            DEFAULT_MAX_CONCURRENCY as u64,
-            1..=256,
-        )? as usize;
-        let margin_ms = parse_in(
-            &get,
-            "DEADLINE_MARGIN_MS",
-            DEFAULT_DEADLINE_MARGIN_MS,
-            0..=60_000,
-        )?;
+        let table_name = required(&get, "TABLE_NAME")?;
         let dedupe_cache_size = parse_in(
             &get,
             "DEDUPE_CACHE_SIZE",
@@ -69,15 +122,8 @@ impl Config {
         )? as usize;
         Ok(Config {
             table_name,
-            max_concurrency,
-            deadline_margin: Duration::from_millis(margin_ms),
             dedupe_cache_size,
-            metrics_namespace: get("METRICS_NAMESPACE")
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| DEFAULT_METRICS_NAMESPACE.to_owned()),
-            function_name: get("AWS_LAMBDA_FUNCTION_NAME")
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "order-consumer".to_owned()),
+            runtime: Runtime::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-consumer")?,
         })
     }
 }
@@ -125,9 +171,9 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let c = cfg(&[("TABLE_NAME", "orders")]).unwrap();
-        assert_eq!(c.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        assert_eq!(c.runtime.max_concurrency, DEFAULT_MAX_CONCURRENCY);
         assert_eq!(
-            c.deadline_margin,
+            c.runtime.deadline_margin,
             Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS)
         );
         let c = cfg(&[
@@ -137,7 +183,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            (c.max_concurrency, c.deadline_margin),
+            (c.runtime.max_concurrency, c.runtime.deadline_margin),
             (32, Duration::from_millis(500))
         );
     }

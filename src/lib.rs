@@ -84,10 +84,7 @@ impl Consumer {
     }
 
     pub fn settings(&self) -> Settings {
-        Settings {
-            max_concurrency: self.config.max_concurrency,
-            deadline_margin: self.config.deadline_margin,
-        }
+        self.config.runtime.settings()
     }
 
     /// The Lambda entry point: run the batch, emit its metrics line, answer.
@@ -95,11 +92,13 @@ impl Consumer {
         &self,
         event: LambdaEvent<SqsEvent>,
     ) -> Result<SqsBatchResponse, BatchError> {
-        let metrics = batch::Metrics {
-            namespace: &self.config.metrics_namespace,
-            function_name: &self.config.function_name,
-        };
-        batch::handle(&self.orders, self.settings(), metrics, event).await
+        batch::handle(
+            &self.orders,
+            self.settings(),
+            self.config.runtime.metrics(),
+            event,
+        )
+        .await
     }
 
     /// Process a batch and build the response, keeping the per-record report

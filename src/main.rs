@@ -21,7 +21,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         }
     };
     let client = bootstrap::dynamodb_client().await;
-    tracing::info!(table = %config.table_name, max_concurrency = config.max_concurrency, "cold start");
+    tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
     let consumer = Consumer::new(OrderStore::new(client, config.table_name.clone()), config);
 
     // `SqsInput`: an event or record that is not a JSON object fails the

@@ -22,7 +22,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(
         notifications_table = %config.notifications_table,
-        max_concurrency = config.max_concurrency,
+        max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
     let notifier = NotifierFunction::new(client, config)?;

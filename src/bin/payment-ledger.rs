@@ -23,7 +23,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     tracing::info!(
         ledger_table = %config.ledger_table,
         accounts_table = %config.accounts_table,
-        max_concurrency = config.max_concurrency,
+        max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
     let ledger = LedgerConsumer::new(client, config);

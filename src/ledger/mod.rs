@@ -18,15 +18,13 @@ pub mod domain;
 pub mod event;
 pub mod store;
 
-use std::time::Duration;
-
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::LambdaEvent;
 use tokio::time::Instant;
 use tracing::{Span, field};
 
 use crate::batch::{self, BatchReport, Cx, Handler, Settings};
-use crate::config::{ConfigError, DEFAULT_DEADLINE_MARGIN_MS, DEFAULT_MAX_CONCURRENCY, parse_in};
+use crate::config::{ConfigError, Runtime, required};
 use crate::event::ParseError;
 pub use domain::LedgerOutcome;
 pub use event::LedgerEvent;
@@ -98,14 +96,9 @@ pub struct LedgerConfig {
     pub ledger_table: String,
     /// `ACCOUNTS_TABLE` (required): balances, hash key `account_id`.
     pub accounts_table: String,
-    /// `MAX_CONCURRENCY` (default 8, 1..=256): accounts written concurrently.
-    pub max_concurrency: usize,
-    /// `DEADLINE_MARGIN_MS` (default 2000), as for the order consumer.
-    pub deadline_margin: Duration,
-    /// `METRICS_NAMESPACE` (default `PaymentLedger`).
-    pub metrics_namespace: String,
-    /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda).
-    pub function_name: String,
+    /// `MAX_CONCURRENCY` (accounts written concurrently),
+    /// `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default `PaymentLedger`).
+    pub runtime: Runtime,
 }
 
 impl LedgerConfig {
@@ -114,33 +107,10 @@ impl LedgerConfig {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let required = |var: &'static str| {
-            get(var)
-                .filter(|s| !s.trim().is_empty())
-                .ok_or(ConfigError::Missing(var))
-        };
-        let optional = |var: &str, default: &str| {
-            get(var)
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| default.to_owned())
-        };
         Ok(LedgerConfig {
-            ledger_table: required("LEDGER_TABLE")?,
-            accounts_table: required("ACCOUNTS_TABLE")?,
-            max_concurrency: parse_in(
-                &get,
-                "MAX_CONCURRENCY",
-                DEFAULT_MAX_CONCURRENCY as u64,
-                1..=256,
-            )? as usize,
-            deadline_margin: Duration::from_millis(parse_in(
-                &get,
-                "DEADLINE_MARGIN_MS",
-                DEFAULT_DEADLINE_MARGIN_MS,
-                0..=60_000,
-            )?),
-            metrics_namespace: optional("METRICS_NAMESPACE", "PaymentLedger"),
-            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", "payment-ledger"),
+            ledger_table: required(&get, "LEDGER_TABLE")?,
+            accounts_table: required(&get, "ACCOUNTS_TABLE")?,
+            runtime: Runtime::from_lookup(&get, "PaymentLedger", "payment-ledger")?,
         })
     }
 }
@@ -162,10 +132,7 @@ impl LedgerConsumer {
     }
 
     pub fn settings(&self) -> Settings {
-        Settings {
-            max_concurrency: self.config.max_concurrency,
-            deadline_margin: self.config.deadline_margin,
-        }
+        self.config.runtime.settings()
     }
 
     /// The Lambda entry point. Invocation errors are reported as
@@ -174,13 +141,14 @@ impl LedgerConsumer {
         &self,
         event: LambdaEvent<SqsEvent>,
     ) -> Result<SqsBatchResponse, lambda_runtime::Diagnostic> {
-        let metrics = batch::Metrics {
-            namespace: &self.config.metrics_namespace,
-            function_name: &self.config.function_name,
-        };
-        batch::handle(&self.ledger, self.settings(), metrics, event)
-            .await
-            .map_err(|e| e.diagnostic("PaymentLedger"))
+        batch::handle(
+            &self.ledger,
+            self.settings(),
+            self.config.runtime.metrics(),
+            event,
+        )
+        .await
+        .map_err(|e| e.diagnostic("PaymentLedger"))
     }
 
     /// Process a batch, keeping the per-record report (tests, the demo).
@@ -219,8 +187,11 @@ mod tests {
             Err(ConfigError::Missing("ACCOUNTS_TABLE"))
         );
         let c = env(&[("LEDGER_TABLE", "l"), ("ACCOUNTS_TABLE", "a")]).unwrap();
-        assert_eq!(c.metrics_namespace, "PaymentLedger");
-        assert_eq!(c.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        assert_eq!(c.runtime.metrics_namespace, "PaymentLedger");
+        assert_eq!(
+            c.runtime.max_concurrency,
+            crate::config::DEFAULT_MAX_CONCURRENCY
+        );
         assert!(
             env(&[
                 ("LEDGER_TABLE", "l"),

@@ -35,7 +35,7 @@ use tokio::time::Instant;
 use tracing::{Span, field};
 
 use crate::batch::{self, BatchReport, Cx, Handler, Settings};
-use crate::config::{ConfigError, DEFAULT_DEADLINE_MARGIN_MS, DEFAULT_MAX_CONCURRENCY, parse_in};
+use crate::config::{ConfigError, Runtime, parse_in, required};
 use crate::domain::Status;
 use crate::event::ParseError;
 use domain::{Change, NotifyError, NotifyOutcome, classify_claim_refusal, notification_for};
@@ -240,13 +240,9 @@ pub struct NotifierConfig {
     pub webhook_url: String,
     /// `NOTIFY_TIMEOUT_MS` (default 3000, 100..=30000): one webhook request.
     pub webhook_timeout: Duration,
-    /// `MAX_CONCURRENCY` (default 8): orders notified concurrently.
-    pub max_concurrency: usize,
-    /// `DEADLINE_MARGIN_MS` (default 2000).
-    pub deadline_margin: Duration,
-    /// `METRICS_NAMESPACE` (default `OrderNotifier`).
-    pub metrics_namespace: String,
-    pub function_name: String,
+    /// `MAX_CONCURRENCY` (orders notified concurrently),
+    /// `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default `OrderNotifier`).
+    pub runtime: Runtime,
 }
 
 impl NotifierConfig {
@@ -255,25 +251,15 @@ impl NotifierConfig {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let required = |var: &'static str| {
-            get(var)
-                .filter(|s| !s.trim().is_empty())
-                .ok_or(ConfigError::Missing(var))
-        };
-        let webhook_url = required("NOTIFY_WEBHOOK_URL")?;
+        let webhook_url = required(&get, "NOTIFY_WEBHOOK_URL")?;
         if !(webhook_url.starts_with("https://") || webhook_url.starts_with("http://")) {
             return Err(ConfigError::Invalid {
                 var: "NOTIFY_WEBHOOK_URL",
                 reason: "expected an http(s) URL".into(),
             });
         }
-        let optional = |var: &str, default: &str| {
-            get(var)
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| default.to_owned())
-        };
         Ok(NotifierConfig {
-            notifications_table: required("NOTIFICATIONS_TABLE")?,
+            notifications_table: required(&get, "NOTIFICATIONS_TABLE")?,
             webhook_url,
             webhook_timeout: Duration::from_millis(parse_in(
                 &get,
@@ -281,20 +267,7 @@ impl NotifierConfig {
                 3_000,
                 100..=30_000,
             )?),
-            max_concurrency: parse_in(
-                &get,
-                "MAX_CONCURRENCY",
-                DEFAULT_MAX_CONCURRENCY as u64,
-                1..=256,
-            )? as usize,
-            deadline_margin: Duration::from_millis(parse_in(
-                &get,
-                "DEADLINE_MARGIN_MS",
-                DEFAULT_DEADLINE_MARGIN_MS,
-                0..=60_000,
-            )?),
-            metrics_namespace: optional("METRICS_NAMESPACE", "OrderNotifier"),
-            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", "order-notifier"),
+            runtime: Runtime::from_lookup(&get, "OrderNotifier", "order-notifier")?,
         })
     }
 }
@@ -320,10 +293,7 @@ impl NotifierFunction {
     }
 
     pub fn settings(&self) -> Settings {
-        Settings {
-            max_concurrency: self.config.max_concurrency,
-            deadline_margin: self.config.deadline_margin,
-        }
+        self.config.runtime.settings()
     }
 
     /// The Lambda entry point: failed records are reported by their
@@ -339,13 +309,7 @@ impl NotifierFunction {
             "stream batch received"
         );
         let (report, response) = self.handle_batch(&event.payload, deadline).await;
-        batch::emit_metrics(
-            batch::Metrics {
-                namespace: &self.config.metrics_namespace,
-                function_name: &self.config.function_name,
-            },
-            &report,
-        );
+        batch::emit_metrics(self.config.runtime.metrics(), &report);
         response.map_err(|e| e.diagnostic("OrderNotifier"))
     }
 
