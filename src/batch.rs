@@ -72,8 +72,11 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static {
 pub trait BatchRecord: Sync {
     /// The id Lambda expects in `batchItemFailures`.
     fn id(&self) -> Option<&str>;
-    /// The group the source itself orders by (a FIFO MessageGroupId), if any.
-    fn source_group(&self) -> Option<&str>;
+    /// The group the source itself orders by (a FIFO MessageGroupId, a
+    /// stream record's item key), if any. Known even when the record does
+    /// not parse, so a bad record still holds its group's later records
+    /// back where the order is strict.
+    fn source_group(&self) -> Option<String>;
     /// Must this batch keep arrival order within each group, and hold a
     /// group's later records back once one is not acknowledged?
     fn strict_order(records: &[Self]) -> bool
@@ -86,8 +89,8 @@ impl BatchRecord for SqsMessage {
         self.message_id.as_deref()
     }
 
-    fn source_group(&self) -> Option<&str> {
-        self.attributes.get("MessageGroupId").map(String::as_str)
+    fn source_group(&self) -> Option<String> {
+        self.attributes.get("MessageGroupId").cloned()
     }
 
     /// FIFO queues (Lambda sends one queue per batch); a standard queue has
@@ -107,8 +110,20 @@ impl BatchRecord for StreamRecord {
         self.change.sequence_number.as_deref()
     }
 
-    fn source_group(&self) -> Option<&str> {
-        None
+    /// A stream is ordered per item: the item's key attributes.
+    fn source_group(&self) -> Option<String> {
+        use serde_dynamo::AttributeValue as Av;
+        let mut parts: Vec<String> = self
+            .change
+            .keys
+            .iter()
+            .map(|(name, v)| match v {
+                Av::S(s) | Av::N(s) => format!("{name}={s}"),
+                other => format!("{name}={other:?}"),
+            })
+            .collect();
+        parts.sort();
+        (!parts.is_empty()).then(|| parts.join("|"))
     }
 
     /// A stream is ordered per item: keep it.

@@ -449,3 +449,26 @@ async fn notifications_from_the_real_stream_are_sent_once() {
         assert_eq!(provider.requests(key), 1, "{key}");
     }
 }
+
+/// Stream order is per item: a record that does not parse still holds its
+/// order's later records back (they would otherwise notify out of order),
+/// and other orders go on.
+#[tokio::test]
+async fn a_bad_record_holds_back_only_its_own_orders_later_records() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[]);
+    let mut bad = record(1, "ord-1", None, Some("PLACED"));
+    bad["dynamodb"]["NewImage"]["status"] = json!({"S": "TELEPORTED"});
+    let event = stream(vec![
+        bad,
+        record(2, "ord-1", Some("PLACED"), Some("CANCELLED")),
+        record(3, "ord-2", None, Some("PLACED")),
+    ]);
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Invalid", "NotAttempted", "Sent"]);
+    assert_eq!(failed, [format!("{:021}", 1001), format!("{:021}", 1002)]);
+    assert_eq!(
+        s.provider.accepted().keys().cloned().collect::<Vec<_>>(),
+        ["order-ord-2-order-confirmation"]
+    );
+}
