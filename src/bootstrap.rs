@@ -1,6 +1,17 @@
 //! What both functions do once per cold start.
 
+use crate::config::ConfigError;
 use crate::store;
+
+/// The function's configuration, or a failed cold start with a clear log
+/// line: a misconfigured function must not start consuming (and
+/// acknowledging) messages.
+pub fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
+    read.map_err(|e| {
+        tracing::error!(error = %e, "invalid configuration");
+        e.into()
+    })
+}
 
 /// JSON logs to stdout (CloudWatch), level from RUST_LOG (default info).
 pub fn init_tracing() {

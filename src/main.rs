@@ -11,15 +11,7 @@ use order_consumer::{Consumer, bootstrap};
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = match Config::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            // Fail the cold start loudly: a misconfigured function must not
-            // start consuming (and acknowledging) messages.
-            tracing::error!(error = %e, "invalid configuration");
-            return Err(e.into());
-        }
-    };
+    let config = bootstrap::config(Config::from_env())?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
     let consumer = Consumer::new(OrderStore::new(client, config.table_name.clone()), config);

@@ -31,17 +31,24 @@ impl SqsInput {
 
 impl<'de> Deserialize<'de> for SqsInput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Raw {
-            #[serde(rename = "Records")]
-            records: Vec<Object<SqsMessage>>,
-        }
-        let raw = Object::<Raw>::deserialize(deserializer)?.0;
         // `SqsEvent` is `#[non_exhaustive]`: start from its default.
         let mut event = SqsEvent::default();
-        event.records = raw.records.into_iter().map(|r| r.0).collect();
+        event.records = records::<D, SqsMessage>(deserializer)?;
         Ok(SqsInput(event))
     }
+}
+
+/// `{"Records": [...]}`, the event and every record read only from objects.
+fn records<'de, D: Deserializer<'de>, R: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Vec<R>, D::Error> {
+    #[derive(Deserialize)]
+    struct Raw<R> {
+        #[serde(rename = "Records")]
+        records: Vec<Object<R>>,
+    }
+    let raw = Object::<Raw<R>>::deserialize(deserializer)?.0;
+    Ok(raw.records.into_iter().map(|r| r.0).collect())
 }
 
 /// A DynamoDB stream event read as strictly: the event and each record
@@ -58,14 +65,8 @@ impl StreamInput {
 
 impl<'de> Deserialize<'de> for StreamInput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Raw {
-            #[serde(rename = "Records")]
-            records: Vec<Object<EventRecord>>,
-        }
-        let raw = Object::<Raw>::deserialize(deserializer)?.0;
         let mut event = StreamEvent::default();
-        event.records = raw.records.into_iter().map(|r| r.0).collect();
+        event.records = records::<D, EventRecord>(deserializer)?;
         Ok(StreamInput(event))
     }
 }

@@ -12,13 +12,7 @@ use order_consumer::sqs::StreamInput;
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = match NotifierConfig::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid configuration");
-            return Err(e.into());
-        }
-    };
+    let config = bootstrap::config(NotifierConfig::from_env())?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(
         notifications_table = %config.notifications_table,

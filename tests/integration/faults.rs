@@ -13,10 +13,11 @@ use order_consumer::batch::BatchError;
 use order_consumer::domain::{Outcome, Skip};
 use order_consumer::error::StoreError;
 use order_consumer::store::OrderStore;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
+use crate::provider::read_request;
 use crate::support::*;
 
 #[derive(Clone, Copy)]
@@ -41,30 +42,9 @@ pub async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 loop {
-                    // Read one request: headers, then Content-Length bytes.
-                    let mut chunk = [0u8; 4096];
-                    let head_end = loop {
-                        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break p + 4;
-                        }
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-                    let len: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    while buf.len() < head_end + len {
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
+                    if read_request(&mut sock, &mut buf).await.is_none() {
+                        return;
                     }
-                    buf.drain(..head_end + len);
                     counter.fetch_add(1, Ordering::SeqCst);
                     match fault {
                         Fault::Hang => {

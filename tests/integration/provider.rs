@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -80,39 +80,13 @@ impl Provider {
         self.state.lock().unwrap().unkeyed
     }
 
-    async fn serve(&self, mut sock: tokio::net::TcpStream) {
+    async fn serve(&self, mut sock: TcpStream) {
         let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
         loop {
-            let head_end = loop {
-                if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break p + 4;
-                }
-                match sock.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
+            let Some(head) = read_request(&mut sock, &mut buf).await else {
+                return;
             };
-            let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-            let header = |name: &str| {
-                head.lines().find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.trim()
-                        .eq_ignore_ascii_case(name)
-                        .then(|| v.trim().to_owned())
-                })
-            };
-            let len: usize = header("content-length")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            while buf.len() < head_end + len {
-                match sock.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-            buf.drain(..head_end + len);
-            let key = header("idempotency-key");
+            let key = header(&head, "idempotency-key");
             let mode = *self.mode.lock().unwrap();
             let status = {
                 let mut st = self.state.lock().unwrap();
@@ -148,4 +122,42 @@ impl Provider {
             }
         }
     }
+}
+
+/// Read one HTTP/1.1 request from `sock` (its head, then Content-Length
+/// bytes of body) and return the head; None when the connection ends.
+/// `buf` carries bytes already read past the request over to the next call.
+pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let len: usize = header(&head, "content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    buf.drain(..head_end + len);
+    Some(head)
+}
+
+/// A header's value, by case-insensitive name.
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_owned())
+    })
 }

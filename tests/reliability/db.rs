@@ -66,28 +66,34 @@ impl Db {
 
     /// Every item, keyed by order_id (paginated scan).
     pub async fn scan(&self) -> HashMap<String, Item> {
-        let mut out = HashMap::new();
+        self.scan_table(&self.table)
+            .await
+            .iter()
+            .map(|i| match i.get("order_id") {
+                Some(AttributeValue::S(s)) => (s.clone(), to_item(i)),
+                other => panic!("item without order_id: {other:?}"),
+            })
+            .collect()
+    }
+
+    /// Every item of any table on this server, as stored (paginated scan).
+    pub async fn scan_table(&self, table: &str) -> Vec<HashMap<String, AttributeValue>> {
+        let mut items = Vec::new();
         let mut start: Option<HashMap<String, AttributeValue>> = None;
         loop {
             let page = self
                 .client
                 .scan()
-                .table_name(&self.table)
+                .table_name(table)
                 .consistent_read(true)
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
                 .expect("Scan (direct to dynoxide)");
-            for i in page.items.unwrap_or_default() {
-                let id = match i.get("order_id") {
-                    Some(AttributeValue::S(s)) => s.clone(),
-                    other => panic!("item without order_id: {other:?}"),
-                };
-                out.insert(id, to_item(&i));
-            }
+            items.extend(page.items.unwrap_or_default());
             match page.last_evaluated_key {
                 Some(k) if !k.is_empty() => start = Some(k),
-                _ => return out,
+                _ => return items,
             }
         }
     }

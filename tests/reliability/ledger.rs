@@ -189,27 +189,6 @@ const LEDGER_TABLE: &str = "ledger-reliability";
 const ACCOUNTS_TABLE: &str = "accounts-reliability";
 static CASE_NO: AtomicU64 = AtomicU64::new(0);
 
-async fn scan(h: &Harness, table: &str) -> Vec<HashMap<String, AttributeValue>> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let page =
-            h.db.client
-                .scan()
-                .table_name(table)
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .expect("Scan");
-        items.extend(page.items.unwrap_or_default());
-        match page.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return items,
-        }
-    }
-}
-
 fn text(i: &HashMap<String, AttributeValue>, k: &str) -> String {
     match i.get(k) {
         Some(AttributeValue::S(v)) | Some(AttributeValue::N(v)) => v.clone(),
@@ -345,11 +324,12 @@ async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
         problems.push(format!("{} message(s) in the DLQ", queue.dlq().len()));
     }
     let ours = |id: &str| id.contains(&format!("{prefix}-"));
-    let entries: Vec<_> = scan(h, LEDGER_TABLE)
-        .await
-        .into_iter()
-        .filter(|i| ours(&text(i, "entry_id")))
-        .collect();
+    let entries: Vec<_> =
+        h.db.scan_table(LEDGER_TABLE)
+            .await
+            .into_iter()
+            .filter(|i| ours(&text(i, "entry_id")))
+            .collect();
     let mut entry_sums: HashMap<String, i128> = HashMap::new();
     let mut entry_counts: HashMap<String, i128> = HashMap::new();
     let mut seen = HashSet::new();
@@ -378,11 +358,12 @@ async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
     for id in exp.entries.keys().filter(|id| !seen.contains(*id)) {
         problems.push(format!("{id}: never written (lost)"));
     }
-    let accounts: Vec<_> = scan(h, ACCOUNTS_TABLE)
-        .await
-        .into_iter()
-        .filter(|i| ours(&text(i, "account_id")))
-        .collect();
+    let accounts: Vec<_> =
+        h.db.scan_table(ACCOUNTS_TABLE)
+            .await
+            .into_iter()
+            .filter(|i| ours(&text(i, "account_id")))
+            .collect();
     if accounts.len() != exp.balances.len() {
         problems.push(format!(
             "{} accounts, expected {}",
