@@ -30,7 +30,7 @@ test: release ## Run all tests (unit, integration, and the release binaries unde
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run
 
-release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger)
+release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier)
 	cargo build --release --bins
 
 bench: release ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS
@@ -73,10 +73,22 @@ smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under
 e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB with redrive
 	bash scripts/e2e/run.sh
 
-deploy: ## sam build + sam deploy (--guided the first time)
-	@command -v sam >/dev/null || { echo "install the AWS SAM CLI first (or: make validate, then use .venv/bin/sam)"; exit 1; }
-	sam build
-	if [ -f samconfig.toml ]; then sam deploy; else sam deploy --guided; fi
+deploy: $(CARGO_LAMBDA) ## validate, sam build, check parameters, sam deploy (--guided the first time); PARAMS="K=V ..."
+	@# The template checks install the pinned SAM CLI into .venv as well.
+	bash scripts/validate-template.sh
+	@# rust-cargolambda is a SAM beta feature: without the flag, sam build stops at a prompt.
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam build --beta-features $(if $(PARAMS),--parameter-overrides $(PARAMS))
+	@# CloudFormation cannot check QueueVisibilityTimeout >= 6 * FunctionTimeout + window: check it here
+	@# (PARAMS given on the command line replace samconfig.toml's parameter_overrides, as in sam).
+	if [ -f samconfig.toml ]; then \
+	  $(VENV)/bin/python scripts/check_deploy_params.py template.yaml $(if $(PARAMS),-,samconfig.toml) $(PARAMS); \
+	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS)); \
+	else \
+	  $(VENV)/bin/python scripts/check_deploy_params.py template.yaml - $(PARAMS); \
+	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam deploy --guided $(if $(PARAMS),--parameter-overrides $(PARAMS)); \
+	  $(VENV)/bin/python scripts/check_deploy_params.py template.yaml samconfig.toml \
+	    || { echo "the answers saved in samconfig.toml break the rule above: fix them and run make deploy again"; exit 1; }; \
+	fi
 
 fmt: ## Format the code
 	cargo fmt

@@ -30,6 +30,7 @@ use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
 use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
 use order_consumer::metrics::OutcomeCounts;
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+use order_consumer::sqs::SqsInput;
 use order_consumer::store::{self, OrderStore};
 use serde::Deserialize;
 
@@ -151,13 +152,25 @@ async fn run_scenarios<O: Verdict>(
         serde_json::from_str(&std::fs::read_to_string(dir.join("scenarios.json"))?)?;
     let mut mismatches = 0;
     for sc in &scenarios {
-        let event: SqsEvent = serde_json::from_str(&std::fs::read_to_string(dir.join(&sc.file))?)?;
+        // The strict reader the functions use.
+        let event: SqsEvent =
+            serde_json::from_str::<SqsInput>(&std::fs::read_to_string(dir.join(&sc.file))?)?
+                .into_inner();
         let shown = dir
             .strip_prefix(env!("CARGO_MANIFEST_DIR"))
             .unwrap_or(dir)
             .join(&sc.file);
         println!("== {}  ({})", shown.display(), sc.title);
         let (report, response) = run(&event).await;
+        if sc.expect.len() != event.records.len() {
+            mismatches += 1;
+            println!(
+                "   BAD {}: {} records but {} expected outcomes in scenarios.json",
+                sc.file,
+                event.records.len(),
+                sc.expect.len()
+            );
+        }
         for ((record, rep), expected) in event.records.iter().zip(&report.records).zip(&sc.expect) {
             let what = describe(record.body.as_deref());
             let ok = rep.outcome.label() == expected;

@@ -2,6 +2,7 @@
 
 use crate::config::ConfigError;
 use crate::store;
+use tracing_subscriber::EnvFilter;
 
 /// The function's configuration, or a failed cold start with a clear log
 /// line: a misconfigured function must not start consuming (and
@@ -15,8 +16,18 @@ pub fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Erro
 
 /// JSON logs to stdout (CloudWatch), level from RUST_LOG (default info).
 pub fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Only fails if a subscriber is already installed (then keep that one).
+    let _ = tracing::subscriber::set_global_default(json_logs(std::io::stdout, filter));
+}
+
+/// The functions' log format: one JSON object per line, with the current
+/// span's fields (messageId, orderId, eventId, seq, outcome) on every line of
+/// a record. Public so that tests check the lines the functions really write.
+pub fn json_logs<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(filter)
@@ -24,7 +35,8 @@ pub fn init_tracing() {
         .with_span_list(false)
         .with_target(false)
         .without_time() // Lambda timestamps every line already.
-        .init();
+        .with_writer(writer)
+        .finish()
 }
 
 /// The DynamoDB client, with the retry and timeout policy of

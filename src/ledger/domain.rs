@@ -114,13 +114,11 @@ impl std::fmt::Display for LedgerOutcome {
             LedgerOutcome::Applied => f.write_str("Applied"),
             LedgerOutcome::Duplicate => f.write_str("Duplicate: the entry is already recorded"),
             LedgerOutcome::Early => f.write_str("Early: the refund's capture is not recorded yet"),
-            LedgerOutcome::Rejected(Rejection::OverRefund {
-                refundable,
-                requested,
-            }) => write!(
-                f,
-                "Rejected: refund of {requested} exceeds the {refundable} left on its capture"
-            ),
+            // Amounts are payment data: they stay out of the log line (the
+            // variant keeps them for callers and tests).
+            LedgerOutcome::Rejected(Rejection::OverRefund { .. }) => {
+                f.write_str("Rejected: the refund exceeds what is left on its capture")
+            }
             LedgerOutcome::Rejected(Rejection::CurrencyMismatch { account_currency }) => {
                 write!(f, "Rejected: the account is in {account_currency}")
             }

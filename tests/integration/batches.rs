@@ -127,7 +127,9 @@ async fn a_failed_record_without_message_id_fails_the_whole_invocation() {
     assert_eq!(response.unwrap_err(), BatchError::Unidentifiable(1));
 }
 
-#[tokio::test]
+// Several worker threads, so that the invocations (and the server) really
+// run in parallel, not only interleaved on one thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
     let db = TestDb::new().await;
     let orders: Vec<String> = (0..5).map(|i| format!("ord-{i}")).collect();
@@ -250,5 +252,26 @@ fn the_binary_refuses_to_start_without_table_name() {
     assert!(
         text.contains("TABLE_NAME is required"),
         "clear message, got: {text}"
+    );
+}
+
+#[tokio::test]
+async fn orders_are_written_concurrently_but_never_more_than_max_concurrency_at_once() {
+    let db = TestDb::new().await;
+    let in_flight = InFlight::default();
+    let c = db.intercepted_consumer(&[("MAX_CONCURRENCY", "3")], in_flight.clone());
+    // 12 orders, one event each: 12 independent groups.
+    let bodies: Vec<_> = (0..12)
+        .map(|i| body(&format!("ord-{i}"), 1, "OrderPlaced", &format!("e{i}")))
+        .collect();
+    let (report, failed) = run(&c, &batch_of(&bodies)).await;
+    assert_eq!(labels(&report), ["Applied"; 12]);
+    assert!(failed.is_empty());
+    // Unbounded, all 12 requests would be in flight together; sequential,
+    // only one.
+    let peak = in_flight.peak();
+    assert!(
+        (2..=3).contains(&peak),
+        "peak in-flight requests {peak}, limit 3"
     );
 }

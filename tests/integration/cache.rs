@@ -80,9 +80,26 @@ async fn with_the_cache_off_every_duplicate_costs_a_request() {
     let (c, requests) = db.counted_consumer(&[("DEDUPE_CACHE_SIZE", "0")]);
     let event = batch_of(&lifecycles(2));
     run(&c, &event).await;
-    let (report, _) = run(&c, &event).await;
+    let (report, failed) = run(&c, &event).await;
     assert_eq!(requests.get(), 16);
     assert_eq!((report.cache_hits, report.cache_misses), (0, 0));
+    // Every redelivered event is settled by DynamoDB's refusal and the item
+    // it returns: the last event of each order is a Duplicate, the others
+    // are Stale.
+    assert!(failed.is_empty());
+    assert_eq!(
+        labels(&report),
+        [
+            "Stale",
+            "Stale",
+            "Stale",
+            "Duplicate",
+            "Stale",
+            "Stale",
+            "Stale",
+            "Duplicate"
+        ]
+    );
 }
 
 #[tokio::test]

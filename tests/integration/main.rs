@@ -6,6 +6,7 @@ mod batches;
 mod cache;
 mod faults;
 mod ledger;
+mod logs;
 mod notifier;
 mod outcomes;
 mod provider;

@@ -27,10 +27,7 @@ struct Setup {
 impl Setup {
     async fn new() -> Setup {
         let db = TestDb::new().await;
-        let table = format!("{}-notifications", db.table);
-        order_consumer::store::create_table_with_key(&db.client, &table, KEY)
-            .await
-            .expect("notifications table");
+        let table = db.extra_table("notifications", KEY).await;
         Setup {
             db,
             table,

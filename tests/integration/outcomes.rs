@@ -31,7 +31,43 @@ async fn applied_writes_the_state_and_the_event_data() {
     let item = db.item("ord-1").await.unwrap();
     assert_eq!(s(&item, "status"), "PAID");
     assert_eq!(s(&item, "payment_id"), "pay-1");
+    assert_eq!(s(&item, "paid_amount"), "150000");
+    assert_eq!(s(&item, "paid_currency"), "INR");
+    assert_eq!(s(&item, "paid_at"), "2026-11-29T10:15:00Z");
+    assert_eq!(s(&item, "customer_id"), "cust-1", "earlier data is kept");
     assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
+
+    let (report, _) = run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 3, "OrderShipped", "e3"),
+            body("ord-1", 4, "OrderDelivered", "e4"),
+        ]),
+    )
+    .await;
+    assert_eq!(labels(&report), ["Applied", "Applied"]);
+    let item = db.item("ord-1").await.unwrap();
+    assert_eq!(s(&item, "status"), "DELIVERED");
+    assert_eq!(s(&item, "carrier"), "BlueDart");
+    assert_eq!(s(&item, "tracking_id"), "BD1");
+    assert_eq!(s(&item, "shipped_at"), "2026-11-29T10:15:00Z");
+    assert_eq!(s(&item, "delivered_at"), "2026-11-29T10:15:00Z");
+    assert_eq!(s(&item, "last_event_type"), "OrderDelivered");
+
+    // A cancellation keeps its reason.
+    let (report, _) = run(
+        &c,
+        &batch_of(&[
+            body("ord-2", 1, "OrderPlaced", "c1"),
+            body("ord-2", 2, "OrderCancelled", "c2"),
+        ]),
+    )
+    .await;
+    assert_eq!(labels(&report), ["Applied", "Applied"]);
+    let item = db.item("ord-2").await.unwrap();
+    assert_eq!(s(&item, "status"), "CANCELLED");
+    assert_eq!(s(&item, "cancel_reason"), "customer request");
+    assert_eq!(s(&item, "cancelled_at"), "2026-11-29T10:15:00Z");
 }
 
 #[tokio::test]
@@ -52,6 +88,15 @@ async fn duplicate_is_acknowledged_and_not_applied_again() {
     let (report, failed) = run(&c, &again).await;
     assert_eq!(labels(&report), ["Duplicate", "Duplicate"]);
     assert!(failed.is_empty());
+
+    // The answers above may come from the warm container's cache. A container
+    // with no cache must get the same answer from DynamoDB itself: the write
+    // is refused and the item it returns is this very event.
+    let (cold, requests) = db.counted_consumer(&[("DEDUPE_CACHE_SIZE", "0")]);
+    let (report, failed) = run(&cold, &placed).await;
+    assert_eq!(report.records[0].outcome, Outcome::Duplicate);
+    assert!(failed.is_empty());
+    assert_eq!(requests.get(), 1, "classified from DynamoDB's answer");
     assert_eq!(db.history("ord-1").await, ["e1"], "applied exactly once");
 }
 

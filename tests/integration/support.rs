@@ -13,7 +13,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+};
 use aws_sdk_dynamodb::config::{
     BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
 };
@@ -34,6 +36,8 @@ pub struct TestDb {
     pub table: String,
     endpoint: String,
     external: bool,
+    /// Further tables of this test (deleted with it on an external endpoint).
+    extra_tables: std::sync::Mutex<Vec<String>>,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -85,27 +89,51 @@ pub async fn start_dynoxide() -> String {
     format!("http://{addr}")
 }
 
+/// A client for `AWS_ENDPOINT_URL_DYNAMODB`, from the standard AWS
+/// environment (dummy region and credentials if none are set, for local
+/// servers).
+async fn external_client() -> Client {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(store::retry_config())
+        .timeout_config(store::timeout_config());
+    if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
+        loader = loader.region(Region::new("us-east-1"));
+    }
+    if std::env::var("AWS_ACCESS_KEY_ID").is_err() && std::env::var("AWS_PROFILE").is_err() {
+        loader =
+            loader.credentials_provider(Credentials::new("test", "test", None, None, "static"));
+    }
+    Client::new(&loader.load().await)
+}
+
+/// Delete test tables on the external endpoint, from `Drop`. The test's
+/// runtime is about to stop (and may be a single thread that is blocked
+/// here), so this runs on a thread of its own with its own runtime and its
+/// own client, and waits for it: the tables are gone when the test ends.
+fn delete_external_tables(tables: Vec<String>) {
+    let deleting = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            let client = external_client().await;
+            for t in tables {
+                if let Err(e) = client.delete_table().table_name(&t).send().await {
+                    eprintln!("could not delete test table {t}: {e}");
+                }
+            }
+        });
+    });
+    let _ = deleting.join();
+}
+
 impl TestDb {
     pub async fn new() -> Self {
         let (client, endpoint, external) = match std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
-            Ok(url) if !url.is_empty() => {
-                let mut loader = aws_config::defaults(BehaviorVersion::latest())
-                    .retry_config(store::retry_config())
-                    .timeout_config(store::timeout_config());
-                if std::env::var("AWS_REGION").is_err()
-                    && std::env::var("AWS_DEFAULT_REGION").is_err()
-                {
-                    loader = loader.region(Region::new("us-east-1"));
-                }
-                if std::env::var("AWS_ACCESS_KEY_ID").is_err()
-                    && std::env::var("AWS_PROFILE").is_err()
-                {
-                    loader = loader.credentials_provider(Credentials::new(
-                        "test", "test", None, None, "static",
-                    ));
-                }
-                (Client::new(&loader.load().await), url, true)
-            }
+            Ok(url) if !url.is_empty() => (external_client().await, url, true),
             _ => {
                 let url = start_dynoxide().await;
                 (client_for(&url), url, false)
@@ -120,7 +148,22 @@ impl TestDb {
             table,
             endpoint,
             external,
+            extra_tables: Default::default(),
         }
+    }
+
+    /// Another table beside the orders table, named after it, with hash key
+    /// `key` (S).
+    #[allow(dead_code)]
+    pub async fn extra_table(&self, suffix: &str, key: &str) -> String {
+        let name = format!("{}-{suffix}", self.table);
+        store::create_table_with_key(&self.client, &name, key)
+            .await
+            .expect("create table");
+        if let Ok(mut tables) = self.extra_tables.lock() {
+            tables.push(name.clone());
+        }
+        name
     }
 
     /// The DynamoDB endpoint URL (for processes that need to reach it; the
@@ -142,14 +185,23 @@ impl TestDb {
     /// (each attempt, retries included), with extra environment.
     pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (Consumer, RequestCounter) {
         let counter = RequestCounter::default();
+        (self.intercepted_consumer(env, counter.clone()), counter)
+    }
+
+    /// A consumer whose DynamoDB client runs `interceptor` on every request.
+    pub fn intercepted_consumer(
+        &self,
+        env: &[(&str, &str)],
+        interceptor: impl Intercept + 'static,
+    ) -> Consumer {
         let conf = self
             .client
             .config()
             .to_builder()
-            .interceptor(counter.clone())
+            .interceptor(interceptor)
             .build();
         let store = OrderStore::new(Client::from_conf(conf), self.table.clone());
-        (consumer_with(store, env), counter)
+        consumer_with(store, env)
     }
 
     pub async fn item(&self, order_id: &str) -> Option<HashMap<String, AttributeValue>> {
@@ -207,13 +259,12 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if self.external {
-            // Best effort: don't leave test tables behind on a shared endpoint.
-            let (client, table) = (self.client.clone(), self.table.clone());
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    let _ = client.delete_table().table_name(table).send().await;
-                });
+            // Don't leave test tables behind on a shared endpoint.
+            let mut tables = vec![self.table.clone()];
+            if let Ok(extra) = self.extra_tables.lock() {
+                tables.extend(extra.iter().cloned());
             }
+            delete_external_tables(tables);
         }
     }
 }
@@ -241,6 +292,45 @@ impl Intercept for RequestCounter {
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// How many DynamoDB requests are in flight at once, and the most there
+/// ever were: from the moment the SDK hands a request to the connection
+/// until its response arrives.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight(std::sync::Arc<(AtomicU64, AtomicU64)>);
+
+impl InFlight {
+    pub fn peak(&self) -> u64 {
+        self.0.1.load(Ordering::SeqCst)
+    }
+}
+
+impl Intercept for InFlight {
+    fn name(&self) -> &'static str {
+        "InFlight"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _ctx: &BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let now = self.0.0.fetch_add(1, Ordering::SeqCst) + 1;
+        self.0.1.fetch_max(now, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn read_after_transmit(
+        &self,
+        _ctx: &BeforeDeserializationInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.0.fetch_sub(1, Ordering::SeqCst);
         Ok(())
     }
 }
@@ -451,15 +541,7 @@ impl LedgerDb {
 impl Drop for LedgerDb {
     fn drop(&mut self) {
         if self.db.external {
-            let client = self.db.client.clone();
-            let tables = [self.ledger_table.clone(), self.accounts_table.clone()];
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    for t in tables {
-                        let _ = client.delete_table().table_name(t).send().await;
-                    }
-                });
-            }
+            delete_external_tables(vec![self.ledger_table.clone(), self.accounts_table.clone()]);
         }
     }
 }

@@ -1,0 +1,238 @@
+//! What the functions write to their logs, captured through their own log
+//! format (`bootstrap::json_logs`, the subscriber the binaries install): one
+//! line per record carrying the record's span (messageId, orderId, eventId,
+//! seq, outcome), at a level that says what an operator must do, and no
+//! payload data (customer ids, amounts, payment and tracking ids, reasons)
+//! at INFO or above.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use order_consumer::bootstrap::json_logs;
+use serde_json::{Value, json};
+use tracing_subscriber::EnvFilter;
+
+use crate::support::*;
+
+/// The log lines written while it is installed (on this test's thread).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Install the functions' subscriber at the production default level
+    /// (the in-process test server's own logs are left out).
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        tracing::subscriber::set_default(json_logs(
+            move || writer.clone(),
+            EnvFilter::new("info,dynoxide=off"),
+        ))
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("log buffer").clone()).expect("UTF-8 logs")
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.text()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+
+    /// The "record processed" lines, by messageId.
+    fn records(&self) -> HashMap<String, Vec<Value>> {
+        let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
+        for line in self.lines() {
+            if line.pointer("/fields/message") == Some(&json!("record processed")) {
+                let id = line
+                    .pointer("/span/message_id")
+                    .and_then(Value::as_str)
+                    .expect("every record line carries its messageId")
+                    .to_owned();
+                by_id.entry(id).or_default().push(line);
+            }
+        }
+        by_id
+    }
+}
+
+/// Payload values that must never reach a log line at INFO or above.
+const SECRETS: [&str; 7] = [
+    "cust-SECRET-41",
+    "987654321",
+    "pay-SECRET-42",
+    "CarrierSECRET",
+    "trk-SECRET-43",
+    "reason-SECRET-44",
+    "GBP",
+];
+
+fn secret_body(order: &str, seq: u64, kind: &str, event_id: &str) -> Value {
+    let data = match kind {
+        "OrderPlaced" => {
+            json!({"customerId": "cust-SECRET-41", "amount": 987654321, "currency": "GBP"})
+        }
+        "OrderPaid" => {
+            json!({"paymentId": "pay-SECRET-42", "amount": 987654321, "currency": "GBP"})
+        }
+        "OrderShipped" => json!({"carrier": "CarrierSECRET", "trackingId": "trk-SECRET-43"}),
+        "OrderCancelled" => json!({"reason": "reason-SECRET-44"}),
+        _ => json!({}),
+    };
+    json!({"eventId": event_id, "orderId": order, "seq": seq, "type": kind,
+           "occurredAt": "2026-11-29T10:15:00Z", "data": data})
+}
+
+fn rec(id: &str, body: &Value) -> aws_lambda_events::event::sqs::SqsMessage {
+    record(id, &body.to_string())
+}
+
+#[tokio::test]
+async fn each_record_is_logged_once_at_its_level_with_its_ids_and_no_payload() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let logs = Captured::default();
+    let _guard = logs.install();
+
+    let placed = secret_body("ord-L1", 1, "OrderPlaced", "ev-1");
+    let paid = secret_body("ord-L1", 2, "OrderPaid", "ev-2");
+    // An ill-typed amount: the reason names the field, never its value.
+    let mut invalid = secret_body("ord-L3", 1, "OrderPlaced", "ev-bad");
+    invalid["data"]["amount"] = json!("987654321");
+    let first = batch(vec![
+        rec("m-placed", &placed),
+        rec("m-paid", &paid),
+        rec("m-early", &secret_body("ord-L2", 3, "OrderShipped", "ev-3")),
+        rec("m-invalid", &invalid),
+        rec(
+            "m-placed-4",
+            &secret_body("ord-L4", 1, "OrderPlaced", "ev-4"),
+        ),
+        rec(
+            "m-cancel-5",
+            &secret_body("ord-L5", 1, "OrderPlaced", "ev-5"),
+        ),
+    ]);
+    let (_, failed) = run(&c, &first).await;
+    assert_eq!(failed, ["m-early", "m-invalid"]);
+
+    let second = batch(vec![
+        rec("m-dup", &paid),
+        rec("m-stale", &placed),
+        rec(
+            "m-conflict",
+            &secret_body("ord-L1", 2, "OrderPaid", "ev-other"),
+        ),
+        // A second OrderPlaced, in its turn: rejected for good.
+        rec(
+            "m-rejected",
+            &secret_body("ord-L4", 2, "OrderPlaced", "ev-4b"),
+        ),
+        rec(
+            "m-cancelled",
+            &secret_body("ord-L5", 2, "OrderCancelled", "ev-5b"),
+        ),
+    ]);
+    let (_, failed) = run(&c, &second).await;
+    assert_eq!(failed, ["m-conflict"]);
+
+    let expected = [
+        ("m-placed", "Applied", "INFO"),
+        ("m-paid", "Applied", "INFO"),
+        ("m-early", "Early", "INFO"),
+        ("m-invalid", "Invalid", "ERROR"),
+        ("m-placed-4", "Applied", "INFO"),
+        ("m-cancel-5", "Applied", "INFO"),
+        ("m-dup", "Duplicate", "INFO"),
+        ("m-stale", "Stale", "INFO"),
+        ("m-conflict", "Conflict", "ERROR"),
+        ("m-rejected", "Rejected", "WARN"),
+        ("m-cancelled", "Applied", "INFO"),
+    ];
+    let records = logs.records();
+    assert_eq!(records.len(), expected.len(), "one set of lines per record");
+    let bodies: HashMap<&str, Value> = [
+        ("m-placed", placed.clone()),
+        ("m-paid", paid.clone()),
+        ("m-dup", paid.clone()),
+        ("m-stale", placed.clone()),
+    ]
+    .into_iter()
+    .collect();
+    for (id, outcome, level) in expected {
+        let lines = &records[id];
+        assert_eq!(lines.len(), 1, "{id}: exactly one line per record");
+        let line = &lines[0];
+        assert_eq!(line["level"], json!(level), "{id}: {line}");
+        assert_eq!(line.pointer("/span/outcome"), Some(&json!(outcome)), "{id}");
+        if outcome != "Invalid" {
+            for field in ["order_id", "event_id", "seq", "event_type"] {
+                assert!(
+                    line.pointer(&format!("/span/{field}")).is_some(),
+                    "{id}: span field {field} missing: {line}"
+                );
+            }
+        }
+        if let Some(b) = bodies.get(id) {
+            assert_eq!(line.pointer("/span/order_id"), Some(&b["orderId"]));
+            assert_eq!(line.pointer("/span/event_id"), Some(&b["eventId"]));
+            assert_eq!(line.pointer("/span/seq"), Some(&b["seq"]));
+        }
+    }
+    let invalid_line = &records["m-invalid"][0];
+    let detail = invalid_line
+        .pointer("/fields/detail")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        detail.starts_with("Invalid: ") && detail.contains("data.amount"),
+        "a specific reason: {detail}"
+    );
+
+    let text = logs.text();
+    for secret in SECRETS {
+        assert!(
+            !text.contains(secret),
+            "payload value {secret:?} in the logs:\n{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_rejected_refund_is_logged_without_its_amounts() {
+    let db = LedgerDb::new().await;
+    let l = db.consumer();
+    let logs = Captured::default();
+    let _guard = logs.install();
+    run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 987_654)])).await;
+    let (labels, _) = run_ledger(&l, &batch_of(&[refunded("e2", "p1", "r1", "a1", 987_655)])).await;
+    assert_eq!(labels, ["Rejected"]);
+    let rejected: Vec<Value> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.pointer("/span/outcome") == Some(&json!("Rejected")))
+        .collect();
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0]["level"], json!("WARN"));
+    let text = logs.text();
+    assert!(
+        !text.contains("987654") && !text.contains("987655"),
+        "amounts in the logs:\n{text}"
+    );
+}
