@@ -73,22 +73,8 @@ smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under
 e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB with redrive
 	bash scripts/e2e/run.sh
 
-deploy: $(CARGO_LAMBDA) ## validate, sam build, check parameters, sam deploy (--guided the first time); PARAMS="K=V ..."
-	@# The template checks install the pinned SAM CLI into .venv as well.
-	bash scripts/validate-template.sh
-	@# rust-cargolambda is a SAM beta feature: without the flag, sam build stops at a prompt.
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam build --beta-features $(if $(PARAMS),--parameter-overrides $(PARAMS))
-	@# CloudFormation cannot check QueueVisibilityTimeout >= 6 * FunctionTimeout + window: check it here
-	@# (PARAMS given on the command line replace samconfig.toml's parameter_overrides, as in sam).
-	if [ -f samconfig.toml ]; then \
-	  $(VENV)/bin/python scripts/check_deploy_params.py template.yaml $(if $(PARAMS),-,samconfig.toml) $(PARAMS); \
-	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS)); \
-	else \
-	  $(VENV)/bin/python scripts/check_deploy_params.py template.yaml - $(PARAMS); \
-	  PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam deploy --guided $(if $(PARAMS),--parameter-overrides $(PARAMS)); \
-	  $(VENV)/bin/python scripts/check_deploy_params.py template.yaml samconfig.toml \
-	    || { echo "the answers saved in samconfig.toml break the rule above: fix them and run make deploy again"; exit 1; }; \
-	fi
+deploy: $(CARGO_LAMBDA) ## validate, check parameters, sam build, sam deploy (--guided the first time); PARAMS="K=V ..."
+	PARAMS="$(PARAMS)" bash scripts/deploy.sh
 
 fmt: ## Format the code
 	cargo fmt

@@ -1,26 +1,37 @@
 #!/usr/bin/env python3
 """Check the parameter values a deployment will use, before it uses them.
 
-Usage: check_deploy_params.py TEMPLATE [SAMCONFIG] [Key=Value ...]
+Usage (with the SAM CLI's Python, .venv/bin/python):
+  check_deploy_params.py TEMPLATE [--saved] [--print NAME] [Key=Value ...]
 
 CloudFormation cannot do arithmetic, so the template cannot derive the
 source queue's visibility timeout from the function timeout. AWS's guidance
 is VisibilityTimeout >= 6 * FunctionTimeout + MaximumBatchingWindowInSeconds:
-a lower value lets SQS hand a message that is still being processed (or
-retried inside the function) to another invocation. This script resolves the
-values `sam deploy` will pass (the template's defaults, then samconfig.toml's
-`parameter_overrides` for the default environment, then the Key=Value
-arguments) and refuses a combination that breaks the rule. `make deploy` runs
-it; scripts/check_template.py checks the same rule for the defaults in CI.
+a lower value lets SQS hand a message that is still being processed to
+another invocation. This script resolves the values `sam deploy` will pass
+and refuses a combination that breaks the rule:
 
-Exits 0 when the rule holds, 1 when it does not, 2 on unusable input.
+- the template's defaults, then
+- Key=Value arguments if there are any (on sam's command line they replace
+  samconfig.toml's `parameter_overrides` as a whole), else the
+  `parameter_overrides` saved in samconfig.toml for `sam deploy` (the
+  default environment; `[default.deploy.parameters]` over
+  `[default.global.parameters]`), read with the SAM CLI's own config and
+  parameter parsers, so every format sam accepts is understood.
+
+--saved: samconfig.toml must exist (after `sam deploy --guided`).
+--print NAME: on success, print only the resolved value of NAME (for
+  `sam build`, which must build for the Architecture that is deployed).
+
+`make deploy` (scripts/deploy.sh) runs it; scripts/check_template.py checks
+the same rule for the defaults in CI. Exits 0 when the rule holds, 1 when it
+does not, 2 on unusable input.
 """
 
 from __future__ import annotations
 
-import shlex
+import argparse
 import sys
-import tomllib
 from pathlib import Path
 
 import yaml
@@ -34,59 +45,85 @@ class _Loader(yaml.SafeLoader):
 _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
-def template_defaults(path: Path) -> dict[str, str]:
+def template_parameters(path: Path) -> dict[str, dict]:
     doc = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - SafeLoader subclass
-    params = doc.get("Parameters", {}) or {}
-    return {k: str(v["Default"]) for k, v in params.items() if "Default" in v}
+    return doc.get("Parameters", {}) or {}
 
 
-def samconfig_overrides(path: Path) -> dict[str, str]:
-    if not path.is_file():
+def template_defaults(path: Path) -> dict[str, str]:
+    return {k: str(v["Default"]) for k, v in template_parameters(path).items() if "Default" in v}
+
+
+def parse_overrides(value) -> dict[str, str]:
+    """sam's own parsing of a parameter_overrides value (string, list, or
+    the Key=Value arguments)."""
+    from samcli.cli.types import CfnParameterOverridesType
+
+    if isinstance(value, (list, tuple)):
+        value = tuple(value)
+    return {k: str(v) for k, v in CfnParameterOverridesType().convert(value, None, None).items()}
+
+
+def saved_overrides(config_dir: Path, required: bool) -> dict[str, str]:
+    from samcli.lib.config.samconfig import SamConfig
+
+    if not (config_dir / "samconfig.toml").is_file():
+        if required:
+            raise ValueError(
+                "samconfig.toml not found: answer Y to 'Save arguments to configuration file' "
+                "in the guided deploy (default name, default environment)"
+            )
         return {}
-    conf = tomllib.loads(path.read_text())
-    raw = conf.get("default", {}).get("deploy", {}).get("parameters", {}).get("parameter_overrides")
-    if raw is None:
-        return {}
-    items = raw if isinstance(raw, list) else shlex.split(raw)
-    return dict(pair(i) for i in items)
+    raw = SamConfig(str(config_dir)).get_all(["deploy"], "parameters").get("parameter_overrides")
+    return parse_overrides(raw) if raw else {}
 
 
-def pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ValueError(f"not Key=Value: {text!r}")
-    return key, value
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("template", type=Path)
+    ap.add_argument("overrides", nargs="*", help="Key=Value, as sam's --parameter-overrides")
+    ap.add_argument("--saved", action="store_true", help="samconfig.toml must exist")
+    ap.add_argument("--print", dest="print_name", metavar="NAME")
+    args = ap.parse_intermixed_args()
     try:
-        values = template_defaults(Path(argv[1]))
-        if len(argv) > 2:
-            values |= samconfig_overrides(Path(argv[2]))
-        values |= dict(pair(a) for a in argv[3:])
+        values = template_defaults(args.template)
+        if args.overrides:
+            values |= parse_overrides(args.overrides)
+            source = "the template's defaults and the given overrides"
+        else:
+            values |= saved_overrides(args.template.resolve().parent, args.saved)
+            source = "the template's defaults and samconfig.toml"
+        unknown = sorted(set(values) - set(template_parameters(args.template)))
+        if unknown:
+            raise ValueError(f"not parameters of {args.template}: {', '.join(unknown)}")
         timeout = int(values["FunctionTimeout"])
         visibility = int(values["QueueVisibilityTimeout"])
-        window = 0 if values.get("FifoQueue", "false") == "true" else int(values["MaximumBatchingWindowInSeconds"])
-    except (OSError, KeyError, ValueError, tomllib.TOMLDecodeError, yaml.YAMLError) as e:
-        print(f"check_deploy_params: cannot read the parameters: {e}", file=sys.stderr)
+        fifo = values.get("FifoQueue", "false").lower() == "true"
+        window = 0 if fifo else int(values["MaximumBatchingWindowInSeconds"])
+    except Exception as e:  # noqa: BLE001 - any unusable input is exit 2 with its reason
+        print(f"check_deploy_params: cannot resolve the parameters: {e}", file=sys.stderr)
         return 2
     need = 6 * timeout + window
     if visibility < need:
         print(
             f"check_deploy_params: QueueVisibilityTimeout={visibility} is below "
-            f"6 * FunctionTimeout ({timeout}) + MaximumBatchingWindowInSeconds ({window}) = {need}. "
-            f"Raise it to at least {need} (e.g. --parameter-overrides QueueVisibilityTimeout={need}).",
+            f"6 * FunctionTimeout ({timeout}) + MaximumBatchingWindowInSeconds ({window}) = {need} "
+            f"(values from {source}). Raise it to at least {need}: edit parameter_overrides in "
+            f"samconfig.toml, or give every override you want in PARAMS.",
             file=sys.stderr,
         )
         return 1
     print(
-        f"check_deploy_params: QueueVisibilityTimeout={visibility} >= 6 * {timeout} + {window} = {need}: ok"
+        f"check_deploy_params: QueueVisibilityTimeout={visibility} >= 6 * {timeout} + {window} = {need}: ok",
+        file=sys.stderr,
     )
+    if args.print_name:
+        if args.print_name not in values:
+            print(f"check_deploy_params: no parameter {args.print_name}", file=sys.stderr)
+            return 2
+        print(values[args.print_name])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

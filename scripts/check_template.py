@@ -389,6 +389,10 @@ def _(m: Model) -> None:
             assert getatt_target(r) == queue, f"SQS actions {actions} granted on {r!r}, expected GetAtt {queue}.Arn"
     missing = REQUIRED_SQS_ACTIONS - granted
     assert not missing, f"missing {sorted(missing)} (the event source mapping cannot poll)"
+    # The function itself makes no SQS call: the event source mapping needs
+    # exactly these three, nothing more (no ChangeMessageVisibility, no Send).
+    extra = granted - REQUIRED_SQS_ACTIONS
+    assert not extra, f"SQS actions beyond what the event source mapping needs: {sorted(extra)}"
 
 
 @check("DLQ MessageRetentionPeriod is 14 days (1209600 s) and longer than the source queue's")

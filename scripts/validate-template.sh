@@ -60,3 +60,6 @@ step "cfn-lint --include-checks I ${TRANSLATED#"$REPO_ROOT"/}"
 
 step "policy checks on the translated template"
 "$VENV/bin/python" scripts/check_template.py "$TRANSLATED"
+
+step "make deploy control flow (scripts/test_deploy.sh, sam replaced by a recording stub)"
+bash scripts/test_deploy.sh

@@ -259,7 +259,7 @@ fn the_binary_refuses_to_start_without_table_name() {
 async fn orders_are_written_concurrently_but_never_more_than_max_concurrency_at_once() {
     let db = TestDb::new().await;
     let in_flight = InFlight::default();
-    let c = db.intercepted_consumer(&[("MAX_CONCURRENCY", "3")], in_flight.clone());
+    let c = db.in_flight_consumer(&[("MAX_CONCURRENCY", "3")], in_flight.clone());
     // 12 orders, one event each: 12 independent groups.
     let bodies: Vec<_> = (0..12)
         .map(|i| body(&format!("ord-{i}"), 1, "OrderPlaced", &format!("e{i}")))

@@ -37,10 +37,15 @@ impl Captured {
     /// (the in-process test server's own logs are left out).
     fn install(&self) -> tracing::subscriber::DefaultGuard {
         let writer = self.clone();
-        tracing::subscriber::set_default(json_logs(
+        let guard = tracing::subscriber::set_default(json_logs(
             move || writer.clone(),
             EnvFilter::new("info,dynoxide=off"),
-        ))
+        ));
+        // Callsites first hit elsewhere with no subscriber may have cached
+        // "never": recompute with this one installed. (nextest, which
+        // `make test` uses, runs each test in a process of its own anyway.)
+        tracing::callsite::rebuild_interest_cache();
+        guard
     }
 
     fn text(&self) -> String {

@@ -185,21 +185,28 @@ impl TestDb {
     /// (each attempt, retries included), with extra environment.
     pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (Consumer, RequestCounter) {
         let counter = RequestCounter::default();
-        (self.intercepted_consumer(env, counter.clone()), counter)
+        let c = self.consumer_with_client(env, |b| b.interceptor(counter.clone()));
+        (c, counter)
     }
 
-    /// A consumer whose DynamoDB client runs `interceptor` on every request.
-    pub fn intercepted_consumer(
+    /// A consumer whose client counts requests in flight. No retries and no
+    /// timeouts: a request that does not get its response would leave the
+    /// count up, so it must fail the record (which the test sees) instead.
+    #[allow(dead_code)]
+    pub fn in_flight_consumer(&self, env: &[(&str, &str)], in_flight: InFlight) -> Consumer {
+        self.consumer_with_client(env, |b| {
+            b.interceptor(in_flight)
+                .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+                .timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
+        })
+    }
+
+    fn consumer_with_client(
         &self,
         env: &[(&str, &str)],
-        interceptor: impl Intercept + 'static,
+        configure: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
     ) -> Consumer {
-        let conf = self
-            .client
-            .config()
-            .to_builder()
-            .interceptor(interceptor)
-            .build();
+        let conf = configure(self.client.config().to_builder()).build();
         let store = OrderStore::new(Client::from_conf(conf), self.table.clone());
         consumer_with(store, env)
     }

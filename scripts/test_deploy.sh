@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Offline test of `make deploy`'s control flow (scripts/deploy.sh) with a
+# recording stub in place of `sam`: what is built for which Architecture,
+# what is deployed, and that a bad parameter combination stops it before
+# anything is executed. Runs in a scratch copy (template.yaml, scripts/, the
+# .venv with the SAM CLI for its parsers). Needs `make validate` first.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+[[ -x .venv/bin/python ]] || { echo "test_deploy: run make validate first (.venv)"; exit 2; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/deploy-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+cat >"$TMP/sam" <<'EOF'
+#!/usr/bin/env bash
+echo "sam $*" >>"$SAM_LOG"
+if [[ " $* " == *" --guided "* && -n "${STUB_SAMCONFIG:-}" ]]; then
+  printf '%b' "$STUB_SAMCONFIG" >samconfig.toml
+fi
+EOF
+chmod +x "$TMP/sam"
+
+fails=0
+run_case() {  # name, expected rc, expected calls (one per line), then env assignments
+  local name=$1 want_rc=$2 want=$3; shift 3
+  local dir="$TMP/$name"
+  mkdir -p "$dir"
+  cp -r template.yaml scripts "$dir/"
+  ln -s "$ROOT/.venv" "$dir/.venv"
+  local rc=0
+  env SAM="$TMP/sam" SAM_LOG="$dir/calls" DEPLOY_VALIDATE=0 "$@" \
+    bash "$dir/scripts/deploy.sh" >"$dir/out" 2>&1 || rc=$?
+  local got
+  got=$(cat "$dir/calls" 2>/dev/null || true)
+  if [[ $rc == "$want_rc" && "$got" == "$want" ]]; then
+    echo "PASS: $name"
+  else
+    fails=$((fails + 1))
+    echo "FAIL: $name (rc $rc, want $want_rc)"
+    echo "  calls:"; sed 's/^/    /' <<<"$got"
+    echo "  wanted:"; sed 's/^/    /' <<<"$want"
+    echo "  output:"; sed 's/^/    /' "$dir/out"
+  fi
+}
+
+B='sam build --beta-features --parameter-overrides'
+GOOD='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "Architecture=\\"x86_64\\" FunctionTimeout=\\"60\\" QueueVisibilityTimeout=\\"360\\""\n'
+BAD='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "FunctionTimeout=\\"60\\""\n'
+
+run_case first-deploy 0 "$B Architecture=arm64
+sam deploy --guided --no-execute-changeset
+$B Architecture=x86_64
+sam deploy" STUB_SAMCONFIG="$GOOD"
+
+run_case first-deploy-bad-answers 1 "$B Architecture=arm64
+sam deploy --guided --no-execute-changeset" STUB_SAMCONFIG="$BAD"
+
+run_case first-deploy-answers-not-saved 1 "$B Architecture=arm64
+sam deploy --guided --no-execute-changeset"
+
+run_case first-deploy-bad-params 1 "" PARAMS="FunctionTimeout=60"
+
+run_case first-deploy-with-params 0 "$B Architecture=x86_64
+sam deploy --guided --no-execute-changeset --parameter-overrides Architecture=x86_64
+sam deploy" PARAMS="Architecture=x86_64" STUB_SAMCONFIG='version = 0.1\n[default.deploy.parameters]\nparameter_overrides = "Architecture=\\"x86_64\\""\n'
+
+# Later deploys: samconfig.toml exists (written before the run).
+later() {  # name, rc, calls, samconfig, env...
+  local name=$1 rc=$2 calls=$3 conf=$4; shift 4
+  mkdir -p "$TMP/$name" && printf '%b' "$conf" >"$TMP/$name/samconfig.toml"
+  run_case "$name" "$rc" "$calls" "$@"
+}
+later later-deploy 0 "$B Architecture=x86_64
+sam deploy" "$GOOD"
+later later-deploy-bad-saved 1 "" "$BAD"
+later later-deploy-params-replace-saved 0 "$B Architecture=arm64
+sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \
+  PARAMS="FunctionTimeout=10 QueueVisibilityTimeout=60"
+
+echo "deploy flow checks: $((8 - fails)) of 8 passed"
+exit $((fails > 0))
