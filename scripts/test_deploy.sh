@@ -21,12 +21,14 @@ EOF
 chmod +x "$TMP/sam"
 
 fails=0
+cases=0
 run_case() {  # name, expected rc, expected calls (one per line), then env assignments
   local name=$1 want_rc=$2 want=$3; shift 3
   local dir="$TMP/$name"
   mkdir -p "$dir"
   cp -r template.yaml scripts "$dir/"
   ln -s "$ROOT/.venv" "$dir/.venv"
+  cases=$((cases + 1))
   local rc=0
   env SAM="$TMP/sam" SAM_LOG="$dir/calls" DEPLOY_VALIDATE=0 "$@" \
     bash "$dir/scripts/deploy.sh" >"$dir/out" 2>&1 || rc=$?
@@ -77,5 +79,5 @@ later later-deploy-params-replace-saved 0 "$B Architecture=arm64
 sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \
   PARAMS="FunctionTimeout=10 QueueVisibilityTimeout=60"
 
-echo "deploy flow checks: $((8 - fails)) of 8 passed"
+echo "deploy flow checks: $((cases - fails)) of $cases passed"
 exit $((fails > 0))

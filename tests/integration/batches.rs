@@ -258,8 +258,7 @@ fn the_binary_refuses_to_start_without_table_name() {
 #[tokio::test]
 async fn orders_are_written_concurrently_but_never_more_than_max_concurrency_at_once() {
     let db = TestDb::new().await;
-    let in_flight = InFlight::default();
-    let c = db.in_flight_consumer(&[("MAX_CONCURRENCY", "3")], in_flight.clone());
+    let (c, requests) = db.counted_consumer_without_retries(&[("MAX_CONCURRENCY", "3")]);
     // 12 orders, one event each: 12 independent groups.
     let bodies: Vec<_> = (0..12)
         .map(|i| body(&format!("ord-{i}"), 1, "OrderPlaced", &format!("e{i}")))
@@ -269,7 +268,7 @@ async fn orders_are_written_concurrently_but_never_more_than_max_concurrency_at_
     assert!(failed.is_empty());
     // Unbounded, all 12 requests would be in flight together; sequential,
     // only one.
-    let peak = in_flight.peak();
+    let peak = requests.peak();
     assert!(
         (2..=3).contains(&peak),
         "peak in-flight requests {peak}, limit 3"

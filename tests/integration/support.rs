@@ -189,16 +189,22 @@ impl TestDb {
         (c, counter)
     }
 
-    /// A consumer whose client counts requests in flight. No retries and no
-    /// timeouts: a request that does not get its response would leave the
-    /// count up, so it must fail the record (which the test sees) instead.
+    /// [`Self::counted_consumer`] with no retries and no timeouts, for
+    /// [`RequestCounter::peak`]: a request that never got its response would
+    /// leave the in-flight count up, so it must fail its record (which the
+    /// test sees) instead.
     #[allow(dead_code)]
-    pub fn in_flight_consumer(&self, env: &[(&str, &str)], in_flight: InFlight) -> Consumer {
-        self.consumer_with_client(env, |b| {
-            b.interceptor(in_flight)
+    pub fn counted_consumer_without_retries(
+        &self,
+        env: &[(&str, &str)],
+    ) -> (Consumer, RequestCounter) {
+        let counter = RequestCounter::default();
+        let c = self.consumer_with_client(env, |b| {
+            b.interceptor(counter.clone())
                 .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
                 .timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
-        })
+        });
+        (c, counter)
     }
 
     fn consumer_with_client(
@@ -277,13 +283,27 @@ impl Drop for TestDb {
 }
 
 /// Counts HTTP requests at the point the SDK hands them to the connection
-/// (`read_before_transmit` runs once per attempt).
+/// (`read_before_transmit` runs once per attempt), and how many are in
+/// flight at once: until `read_after_transmit`, when the response arrived.
 #[derive(Debug, Clone, Default)]
-pub struct RequestCounter(std::sync::Arc<AtomicU64>);
+pub struct RequestCounter(std::sync::Arc<Counts>);
+
+#[derive(Debug, Default)]
+pub struct Counts {
+    sent: AtomicU64,
+    in_flight: AtomicU64,
+    peak: AtomicU64,
+}
 
 impl RequestCounter {
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.0.sent.load(Ordering::SeqCst)
+    }
+
+    /// The most requests that were ever in flight together.
+    #[allow(dead_code)]
+    pub fn peak(&self) -> u64 {
+        self.0.peak.load(Ordering::SeqCst)
     }
 }
 
@@ -298,36 +318,9 @@ impl Intercept for RequestCounter {
         _rc: &RuntimeComponents,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
-/// How many DynamoDB requests are in flight at once, and the most there
-/// ever were: from the moment the SDK hands a request to the connection
-/// until its response arrives.
-#[derive(Debug, Clone, Default)]
-pub struct InFlight(std::sync::Arc<(AtomicU64, AtomicU64)>);
-
-impl InFlight {
-    pub fn peak(&self) -> u64 {
-        self.0.1.load(Ordering::SeqCst)
-    }
-}
-
-impl Intercept for InFlight {
-    fn name(&self) -> &'static str {
-        "InFlight"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _ctx: &BeforeTransmitInterceptorContextRef<'_>,
-        _rc: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let now = self.0.0.fetch_add(1, Ordering::SeqCst) + 1;
-        self.0.1.fetch_max(now, Ordering::SeqCst);
+        self.0.sent.fetch_add(1, Ordering::SeqCst);
+        let now = self.0.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.0.peak.fetch_max(now, Ordering::SeqCst);
         Ok(())
     }
 
@@ -337,7 +330,7 @@ impl Intercept for InFlight {
         _rc: &RuntimeComponents,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        self.0.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
         Ok(())
     }
 }

@@ -110,14 +110,7 @@ pub async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError>
             dlq.iter().map(|m| &m.body).collect::<Vec<_>>()
         ));
     }
-    if !problems.is_empty() {
-        return Err(TestCaseError::fail(format!(
-            "{} problem(s):\n  {}\nqueue: {}",
-            problems.len(),
-            problems.join("\n  "),
-            queue.stats.summary()
-        )));
-    }
+    crate::util::no_problems(&problems, &queue.stats.summary())?;
     Ok(format!("{sent} messages; {}", queue.stats.summary()))
 }
 

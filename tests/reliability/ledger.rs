@@ -387,14 +387,7 @@ async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
             ));
         }
     }
-    if !problems.is_empty() {
-        return Err(TestCaseError::fail(format!(
-            "{} problem(s):\n  {}\nqueue: {}",
-            problems.len(),
-            problems.join("\n  "),
-            queue.stats.summary()
-        )));
-    }
+    crate::util::no_problems(&problems, &queue.stats.summary())?;
     Ok(format!(
         "{} events ({} impossible refunds), {} entries; {}",
         events.len(),
