@@ -61,8 +61,11 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static {
     fn acknowledge(&self) -> bool;
     /// A stable name, used in logs and as the metric name.
     fn label(&self) -> &'static str;
-    /// DynamoDB failed (as opposed to a verdict about the event).
-    fn is_store_failure(&self) -> bool;
+    /// A dependency the record needs failed (DynamoDB, or the notifier's
+    /// provider), as opposed to a verdict about the event. A batch in which
+    /// every record failed this way (or was not attempted) fails the
+    /// invocation, so the outage shows in Lambda's Errors metric.
+    fn is_dependency_failure(&self) -> bool;
     fn is_not_attempted(&self) -> bool;
     /// How loudly the record's line is logged: what must an operator do?
     fn level(&self) -> Level;
@@ -212,7 +215,7 @@ impl<O> Default for BatchReport<O> {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum BatchError {
     #[error(
-        "all {0} records failed on DynamoDB errors; failing the invocation so the outage shows in Lambda's error metrics"
+        "all {0} records failed on a dependency (DynamoDB or the provider); failing the invocation so the outage shows in Lambda's error metrics"
     )]
     Outage(usize),
     #[error("{0} failed record(s) carry no messageId; failing the whole batch so none is lost")]
@@ -222,10 +225,10 @@ pub enum BatchError {
 impl BatchError {
     /// How Lambda reports the invocation error: `errorType` is what shows in
     /// the console and in logs, so it names the function and the case
-    /// (`OrderConsumer.DynamoDbOutage`) rather than a Rust type.
+    /// (`OrderConsumer.DependencyOutage`) rather than a Rust type.
     pub fn diagnostic(&self, function: &str) -> lambda_runtime::Diagnostic {
         let case = match self {
-            BatchError::Outage(_) => "DynamoDbOutage",
+            BatchError::Outage(_) => "DependencyOutage",
             BatchError::Unidentifiable(_) => "RecordWithoutMessageId",
         };
         lambda_runtime::Diagnostic {
@@ -278,10 +281,10 @@ impl<O: Verdict> BatchReport<O> {
         if unidentifiable > 0 {
             return Err(BatchError::Unidentifiable(unidentifiable));
         }
-        let infra = |o: &O| o.is_store_failure() || o.is_not_attempted();
+        let infra = |o: &O| o.is_dependency_failure() || o.is_not_attempted();
         if !self.records.is_empty()
             && self.outcomes().all(infra)
-            && self.outcomes().any(O::is_store_failure)
+            && self.outcomes().any(O::is_dependency_failure)
         {
             return Err(BatchError::Outage(self.records.len()));
         }
@@ -646,7 +649,7 @@ mod tests {
     #[test]
     fn invocation_errors_name_their_case() {
         let d: lambda_runtime::Diagnostic = BatchError::Outage(3).into();
-        assert_eq!(d.error_type, "OrderConsumer.DynamoDbOutage");
+        assert_eq!(d.error_type, "OrderConsumer.DependencyOutage");
         assert!(d.error_message.contains("all 3 records failed"));
     }
 

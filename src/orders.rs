@@ -151,7 +151,7 @@ impl Verdict for Outcome {
         Outcome::label(self)
     }
 
-    fn is_store_failure(&self) -> bool {
+    fn is_dependency_failure(&self) -> bool {
         matches!(self, Outcome::Failed(_))
     }
 

@@ -177,7 +177,7 @@ impl Verdict for LedgerOutcome {
         }
     }
 
-    fn is_store_failure(&self) -> bool {
+    fn is_dependency_failure(&self) -> bool {
         matches!(self, LedgerOutcome::Failed(_))
     }
 

@@ -136,7 +136,7 @@ impl LedgerConsumer {
     }
 
     /// The Lambda entry point. Invocation errors are reported as
-    /// `PaymentLedger.DynamoDbOutage` / `PaymentLedger.RecordWithoutMessageId`.
+    /// `PaymentLedger.DependencyOutage` / `PaymentLedger.RecordWithoutMessageId`.
     pub async fn handle(
         &self,
         event: LambdaEvent<SqsEvent>,

@@ -246,8 +246,10 @@ impl Verdict for NotifyOutcome {
         }
     }
 
-    fn is_store_failure(&self) -> bool {
-        matches!(self, NotifyOutcome::Failed(NotifyError::Store(_)))
+    /// The notifications table or the provider: an invocation in which
+    /// every record failed on either is an outage, not a bad record.
+    fn is_dependency_failure(&self) -> bool {
+        matches!(self, NotifyOutcome::Failed(_))
     }
 
     fn is_not_attempted(&self) -> bool {

@@ -252,7 +252,7 @@ async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocat
         "the SDK's 3 attempts"
     );
     let d = response.unwrap_err().diagnostic("PaymentLedger");
-    assert_eq!(d.error_type, "PaymentLedger.DynamoDbOutage");
+    assert_eq!(d.error_type, "PaymentLedger.DependencyOutage");
 }
 
 fn test_ledger_config() -> order_consumer::ledger::LedgerConfig {
