@@ -249,6 +249,7 @@ fn cpu_per_message(r: &mut Report) {
         last_event_seq: 4,
         last_event_id: "x".into(),
         event_hash: "y".into(),
+        processed_hashes: (1..=4).map(|seq| format!("{seq}:y")).collect(),
     };
     let t = Instant::now();
     for i in 0..iterations {

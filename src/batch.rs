@@ -195,16 +195,27 @@ pub struct RecordReport<O = Outcome> {
 #[derive(Debug, Clone)]
 pub struct BatchReport<O = Outcome> {
     pub records: Vec<RecordReport<O>>,
+    /// Set when the invocation began with no more time than the deadline
+    /// margin: no record could be started, and the invocation fails.
+    pub starved: Option<Starved>,
     /// Records a cache settled with no DynamoDB request.
     pub cache_hits: u64,
     /// Records that went to DynamoDB after a cache could not settle them.
     pub cache_misses: u64,
 }
 
+/// The time an invocation had, against the margin it must leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Starved {
+    pub budget_ms: u64,
+    pub margin_ms: u64,
+}
+
 impl<O> Default for BatchReport<O> {
     fn default() -> Self {
         BatchReport {
             records: Vec::new(),
+            starved: None,
             cache_hits: 0,
             cache_misses: 0,
         }
@@ -220,6 +231,13 @@ pub enum BatchError {
     Outage(usize),
     #[error("{0} failed record(s) carry no messageId; failing the whole batch so none is lost")]
     Unidentifiable(usize),
+    /// A function timeout at or below `DEADLINE_MARGIN_MS` would otherwise
+    /// turn every record into NotAttempted, drain the queue into the DLQ and
+    /// raise no alarm; as an invocation error it shows in Errors.
+    #[error(
+        "the invocation had {budget_ms} ms, not more than DEADLINE_MARGIN_MS ({margin_ms} ms), so no record could be started: raise the function timeout or lower the margin"
+    )]
+    NoTimeBudget { budget_ms: u64, margin_ms: u64 },
 }
 
 impl BatchError {
@@ -230,6 +248,7 @@ impl BatchError {
         let case = match self {
             BatchError::Outage(_) => "DependencyOutage",
             BatchError::Unidentifiable(_) => "RecordWithoutMessageId",
+            BatchError::NoTimeBudget { .. } => "TimeoutBelowDeadlineMargin",
         };
         lambda_runtime::Diagnostic {
             error_type: format!("{function}.{case}"),
@@ -263,6 +282,16 @@ impl<O: Verdict> BatchReport<O> {
     /// arrival order; or an invocation error when a failed record has no id,
     /// or when every record failed on DynamoDB.
     pub fn failures(&self) -> Result<Vec<String>, BatchError> {
+        if let Some(Starved {
+            budget_ms,
+            margin_ms,
+        }) = self.starved
+        {
+            return Err(BatchError::NoTimeBudget {
+                budget_ms,
+                margin_ms,
+            });
+        }
         let failed: Vec<&RecordReport<O>> = self
             .records
             .iter()
@@ -387,6 +416,11 @@ pub async fn process<H: Handler>(
     records: &[H::Record],
     deadline: Instant,
 ) -> BatchReport<H::Outcome> {
+    let budget = deadline.saturating_duration_since(Instant::now());
+    let starved = (!records.is_empty() && budget <= settings.deadline_margin).then(|| Starved {
+        budget_ms: budget.as_millis() as u64,
+        margin_ms: settings.deadline_margin.as_millis() as u64,
+    });
     let strict = H::Record::strict_order(records);
     // Parse first, then apply: a bad body is settled here and never blocks a
     // good one (except behind it in its own FIFO group).
@@ -460,6 +494,7 @@ pub async fn process<H: Handler>(
     drop(done);
 
     BatchReport {
+        starved,
         cache_hits: ctx.cx.cache_hits.load(Ordering::Relaxed),
         cache_misses: ctx.cx.cache_misses.load(Ordering::Relaxed),
         records: records
@@ -651,6 +686,30 @@ mod tests {
         let d: lambda_runtime::Diagnostic = BatchError::Outage(3).into();
         assert_eq!(d.error_type, "OrderConsumer.DependencyOutage");
         assert!(d.error_message.contains("all 3 records failed"));
+    }
+
+    #[test]
+    fn an_invocation_without_time_for_any_record_fails() {
+        let report = BatchReport {
+            records: vec![rep(Some("a"), Outcome::NotAttempted(Skip::Deadline))],
+            starved: Some(Starved {
+                budget_ms: 900,
+                margin_ms: 2000,
+            }),
+            ..Default::default()
+        };
+        let err = report.to_response().unwrap_err();
+        assert_eq!(
+            err,
+            BatchError::NoTimeBudget {
+                budget_ms: 900,
+                margin_ms: 2000
+            }
+        );
+        assert_eq!(
+            err.diagnostic("OrderConsumer").error_type,
+            "OrderConsumer.TimeoutBelowDeadlineMargin"
+        );
     }
 
     #[test]

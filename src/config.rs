@@ -89,10 +89,17 @@ pub fn required(
 pub struct Config {
     /// `TABLE_NAME` (required): the orders table.
     pub table_name: String,
-    /// `DEDUPE_CACHE_SIZE` (default 10000, 0 disables): how many orders'
-    /// last committed event the warm container remembers (about 150 bytes
-    /// each), so that redelivered duplicates cost no DynamoDB request.
+    /// `DEDUPE_CACHE_SIZE` (default 10000, 0 disables): how many orders
+    /// the warm container remembers (their latest processed seqs' content
+    /// hashes), so that redelivered duplicates cost no DynamoDB request.
     pub dedupe_cache_size: usize,
+    /// `DEDUPE_CACHE_MAX_BYTES`: the cache's memory bound, whatever the ids'
+    /// lengths (an entry costs from about 0.3 KB with short ids and one
+    /// event to about 1.2 KB with 256-byte ids and 8 events; see
+    /// [`crate::cache`]). Default: an eighth of the function's memory
+    /// (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, set by Lambda), or 32 MiB where
+    /// that is unknown; at most half of it.
+    pub dedupe_cache_max_bytes: usize,
     /// `MAX_CONCURRENCY`, `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default
     /// `OrderConsumer`).
     pub runtime: Runtime,
@@ -120,9 +127,23 @@ impl Config {
             DEFAULT_DEDUPE_CACHE_SIZE as u64,
             0..=10_000_000,
         )? as usize;
+        const MIB: u64 = 1024 * 1024;
+        let memory = match get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").filter(|v| !v.trim().is_empty()) {
+            None => None,
+            Some(_) => {
+                Some(parse_in(&get, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 0, 128..=10_240)? * MIB)
+            }
+        };
+        let dedupe_cache_max_bytes = parse_in(
+            &get,
+            "DEDUPE_CACHE_MAX_BYTES",
+            memory.map_or(32 * MIB, |m| m / 8),
+            0..=memory.map_or(16 * 1024 * MIB, |m| m / 2),
+        )? as usize;
         Ok(Config {
             table_name,
             dedupe_cache_size,
+            dedupe_cache_max_bytes,
             runtime: Runtime::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-consumer")?,
         })
     }
@@ -185,6 +206,41 @@ mod tests {
         assert_eq!(
             (c.runtime.max_concurrency, c.runtime.deadline_margin),
             (32, Duration::from_millis(500))
+        );
+    }
+
+    #[test]
+    fn the_cache_is_bounded_by_the_functions_memory() {
+        let c = cfg(&[("TABLE_NAME", "t")]).unwrap();
+        assert_eq!(c.dedupe_cache_max_bytes, 32 << 20);
+        let c = cfg(&[
+            ("TABLE_NAME", "t"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
+        ])
+        .unwrap();
+        assert_eq!(c.dedupe_cache_max_bytes, 32 << 20);
+        let c = cfg(&[
+            ("TABLE_NAME", "t"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+        ])
+        .unwrap();
+        assert_eq!(c.dedupe_cache_max_bytes, 16 << 20);
+        // More than half the function's memory is refused at cold start.
+        let err = cfg(&[
+            ("TABLE_NAME", "t"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
+            ("DEDUPE_CACHE_MAX_BYTES", &(200u64 << 20).to_string()),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ConfigError::Invalid {
+                    var: "DEDUPE_CACHE_MAX_BYTES",
+                    ..
+                }
+            ),
+            "{err}"
         );
     }
 

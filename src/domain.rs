@@ -96,14 +96,46 @@ pub struct OrderSnapshot {
     pub last_event_seq: u64,
     pub last_event_id: String,
     pub event_hash: String,
+    /// `"{seq}:{content hash}"` of every processed event (applied or
+    /// rejected), so that a changed payload under an *older* seq is a
+    /// Conflict too, not hidden behind Stale. Empty on items written before
+    /// it was kept: their older seqs are Stale as before.
+    #[serde(default)]
+    pub processed_hashes: Vec<String>,
+}
+
+impl OrderSnapshot {
+    /// (seq, content hash) of each processed event recorded on the item.
+    pub fn processed(&self) -> impl Iterator<Item = (u64, &str)> {
+        self.processed_hashes.iter().filter_map(|entry| {
+            let (seq, hash) = entry.split_once(':')?;
+            Some((seq.parse().ok()?, hash))
+        })
+    }
+
+    /// The content hash recorded for `seq`, if any.
+    pub fn hash_of(&self, seq: u64) -> Option<&str> {
+        if seq == self.last_event_seq {
+            return Some(&self.event_hash);
+        }
+        self.processed().find(|(s, _)| *s == seq).map(|(_, h)| h)
+    }
+}
+
+/// The entry an event adds to [`OrderSnapshot::processed_hashes`].
+pub fn processed_entry(event: &OrderEvent) -> String {
+    format!("{}:{}", event.seq.get(), event.content_hash())
 }
 
 /// Why an event conflicts with what is stored. Both are producer bugs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConflictKind {
-    /// Another event already holds this seq for this order.
+    /// Another event (another eventId) already holds this seq, the order's
+    /// last processed one.
     SeqTakenByOtherEvent,
-    /// Same eventId and seq, but the content differs from what was applied.
+    /// This seq was processed with other content: the same eventId with a
+    /// changed payload or, for a seq before the last one (whose eventId is
+    /// not kept on its own), possibly another event.
     ChangedPayload,
 }
 
@@ -114,9 +146,11 @@ pub use crate::batch::Skip;
 pub enum Outcome {
     /// The conditional write committed.
     Applied,
-    /// This exact event is the last one applied to the order.
+    /// This exact event is the last one processed (applied, or rejected
+    /// and recorded) for the order.
     Duplicate,
-    /// A later event (higher seq) was already applied: this one is superseded.
+    /// This event was processed in its turn and later events have been
+    /// processed since: a redelivery of an older event.
     Stale { last_seq: u64 },
     /// The transition is illegal and can never become legal.
     Rejected {
@@ -205,7 +239,7 @@ impl std::fmt::Display for Outcome {
                 f.write_str("Conflict: another event already holds this seq")
             }
             Outcome::Conflict(ConflictKind::ChangedPayload) => {
-                f.write_str("Conflict: same eventId and seq with different content")
+                f.write_str("Conflict: this seq was processed with different content")
             }
             Outcome::Invalid(e) => write!(f, "Invalid: {e}"),
             Outcome::Failed(e) => write!(f, "Failed: {e}"),
@@ -231,10 +265,19 @@ impl std::fmt::Display for Outcome {
 /// skipped because a later event overtook it.
 pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> Outcome {
     let kind = event.kind();
+    let seq = event.seq.get();
     let Some(cur) = current else {
         return match kind.requires() {
             // Nothing stored yet: the order's OrderPlaced is still on its way.
             Requires::StatusIn(_) => Outcome::Early {
+                current: None,
+                event: kind,
+            },
+            // An order's first event is its seq 1. An OrderPlaced with a
+            // later seq (a replacement, or a producer that numbers from
+            // elsewhere) must not found the order: it would swallow seqs
+            // 1.. as Stale. Its predecessors have not been processed: wait.
+            Requires::Absent if seq > 1 => Outcome::Early {
                 current: None,
                 event: kind,
             },
@@ -245,22 +288,10 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
         };
     };
 
-    // Sequence first: a processed seq is settled by the sequence alone,
-    // whatever the status.
-    let seq = event.seq.get();
-    if seq < cur.last_event_seq {
-        return Outcome::Stale {
-            last_seq: cur.last_event_seq,
-        };
-    }
-    if seq == cur.last_event_seq {
-        return if event.event_id.as_str() != cur.last_event_id {
-            Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent)
-        } else if event.content_hash() != cur.event_hash {
-            Outcome::Conflict(ConflictKind::ChangedPayload)
-        } else {
-            Outcome::Duplicate
-        };
+    // Sequence first: a processed seq is settled by the sequence and the
+    // content processed under it, whatever the status.
+    if seq <= cur.last_event_seq {
+        return classify_processed_seq(event, cur);
     }
     let legal_now = match kind.requires() {
         Requires::Absent => false,
@@ -293,6 +324,27 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
             current: Some(cur.status),
             event: kind,
         }
+    }
+}
+
+/// `event`'s seq has been processed: the very same event again (Duplicate
+/// when it is the last one, Stale when later ones followed), or a producer
+/// bug (Conflict), decided from the content hash recorded for that seq.
+fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
+    let seq = event.seq.get();
+    if seq == cur.last_event_seq && event.event_id.as_str() != cur.last_event_id {
+        return Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent);
+    }
+    match cur.hash_of(seq) {
+        Some(stored) if stored != event.content_hash() => {
+            Outcome::Conflict(ConflictKind::ChangedPayload)
+        }
+        _ if seq == cur.last_event_seq => Outcome::Duplicate,
+        // The same content, or an item written before hashes were kept per
+        // seq (nothing to compare with): superseded.
+        _ => Outcome::Stale {
+            last_seq: cur.last_event_seq,
+        },
     }
 }
 
@@ -330,7 +382,82 @@ mod tests {
             last_event_seq: seq,
             last_event_id: last.event_id.to_string(),
             event_hash: last.content_hash(),
+            processed_hashes: vec![processed_entry(last)],
         }
+    }
+
+    /// The item after `events` were processed in order.
+    fn after(status: Status, events: &[&OrderEvent]) -> OrderSnapshot {
+        let last = events.last().expect("at least one event");
+        OrderSnapshot {
+            processed_hashes: events.iter().map(|e| processed_entry(e)).collect(),
+            ..snap(status, last.seq.get(), last)
+        }
+    }
+
+    #[test]
+    fn a_changed_payload_is_a_conflict_under_any_processed_seq() {
+        let (placed, paid, shipped) = (
+            event("OrderPlaced", 1, "e1"),
+            event("OrderPaid", 2, "e2"),
+            event("OrderShipped", 3, "e3"),
+        );
+        let cur = after(Status::Shipped, &[&placed, &paid, &shipped]);
+        // The very same older events: Stale, acknowledged.
+        for e in [&placed, &paid] {
+            assert_eq!(
+                classify_refusal(e, Some(&cur)),
+                Outcome::Stale { last_seq: 3 }
+            );
+        }
+        // Same eventId and seq, other content, one or two events later.
+        let mut changed = paid.clone();
+        changed.occurred_at = "2026-01-02T00:00:00Z".try_into().unwrap();
+        assert_eq!(
+            classify_refusal(&changed, Some(&cur)),
+            Outcome::Conflict(ConflictKind::ChangedPayload)
+        );
+        let other_placed = event("OrderPlaced", 1, "another-e1");
+        assert_eq!(
+            classify_refusal(&other_placed, Some(&cur)),
+            Outcome::Conflict(ConflictKind::ChangedPayload)
+        );
+        // An item from before per-seq hashes: nothing to compare, Stale.
+        let legacy = OrderSnapshot {
+            processed_hashes: vec![],
+            ..cur.clone()
+        };
+        assert_eq!(
+            classify_refusal(&changed, Some(&legacy)),
+            Outcome::Stale { last_seq: 3 }
+        );
+    }
+
+    #[test]
+    fn a_placed_with_a_later_seq_never_founds_the_order() {
+        // No item: its predecessors (seq 1..) have not been processed.
+        let replaced = event("OrderPlaced", 5, "e-replaced");
+        assert_eq!(
+            classify_refusal(&replaced, None),
+            Outcome::Early {
+                current: None,
+                event: EventKind::Placed
+            }
+        );
+        // The order's real first event, refused without an item: a store
+        // that did not honour ALL_OLD.
+        assert_eq!(
+            classify_refusal(&event("OrderPlaced", 1, "e1"), None),
+            Outcome::Failed(StoreError::RefusedWithoutItem)
+        );
+        // Once the order exists: its turn rejects it, a gap waits.
+        let delivered = event("OrderDelivered", 4, "e4");
+        let cur = snap(Status::Delivered, 4, &delivered);
+        assert!(matches!(
+            classify_refusal(&replaced, Some(&cur)),
+            Outcome::Rejected { .. }
+        ));
+        assert!(rejection_spends_seq(&replaced, &cur));
     }
 
     #[test]

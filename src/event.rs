@@ -42,8 +42,10 @@ pub enum ParseError {
     },
     #[error("`{path}` is invalid: {reason}")]
     InvalidValue { path: String, reason: &'static str },
-    #[error("unknown event type `{0}`")]
-    UnknownType(String),
+    /// The value is not kept: it is attacker-sized input, and this error is
+    /// logged at ERROR.
+    #[error("`type` is not one of this consumer's event types")]
+    UnknownType,
     #[error("{envelope} envelope is malformed: {reason}")]
     BadEnvelope {
         envelope: &'static str,
@@ -303,15 +305,26 @@ impl OrderEvent {
     }
 }
 
-/// Parse one SQS message body. SNS notifications (raw delivery off) and
-/// EventBridge events are unwrapped once; the result is validated.
+/// Parse one SQS message body: a plain event, or one wrapped by SNS (raw
+/// delivery off) or EventBridge; the result is validated.
 pub fn parse_body(body: Option<&str>) -> Result<OrderEvent, ParseError> {
-    parse_event(&read_body(body)?)
+    parse_wrapped(body, parse_event)
 }
 
 /// The steps every consumer's parser shares: a body within SQS's size
-/// limit, valid JSON, unwrapped from an SNS or EventBridge envelope once.
-pub(crate) fn read_body(body: Option<&str>) -> Result<Value, ParseError> {
+/// limit, valid JSON, a JSON object, read by `parse` either as it is or,
+/// when it is an SNS or EventBridge envelope, as the event inside.
+///
+/// A body that is a valid event at the top level is that event, whatever
+/// else it carries: producers put `source`, `detail-type`, `Type` or
+/// `TopicArn` fields on their own events too, and reading such an event as
+/// an envelope would send a good message to the DLQ. Only when the body is
+/// not an event itself, and has an envelope's complete shape, is the inside
+/// read.
+pub(crate) fn parse_wrapped<T>(
+    body: Option<&str>,
+    parse: impl Fn(&Value) -> Result<T, ParseError>,
+) -> Result<T, ParseError> {
     let body = body.ok_or(ParseError::MissingBody)?;
     if body.len() > MAX_BODY_BYTES {
         return Err(ParseError::TooLarge {
@@ -320,7 +333,19 @@ pub(crate) fn read_body(body: Option<&str>) -> Result<Value, ParseError> {
         });
     }
     let value: Value = from_json(body)?;
-    unwrap_envelope(value)
+    let Value::Object(obj) = &value else {
+        return Err(ParseError::NotAnObject {
+            path: "(body)".into(),
+        });
+    };
+    let direct = parse(&value);
+    if direct.is_ok() {
+        return direct;
+    }
+    match envelope(obj)? {
+        Some(inner) => parse(&inner),
+        None => direct,
+    }
 }
 
 fn from_json(text: &str) -> Result<Value, ParseError> {
@@ -329,47 +354,60 @@ fn from_json(text: &str) -> Result<Value, ParseError> {
     serde_json::from_str(text).map_err(|e| ParseError::NotJson(e.to_string()))
 }
 
-/// Recognise the two wrappers AWS puts around a message on its way to SQS.
-fn unwrap_envelope(value: Value) -> Result<Value, ParseError> {
-    let Value::Object(obj) = value else {
-        return Err(ParseError::NotAnObject {
-            path: "(body)".into(),
-        });
+/// The fields of an SNS notification as SQS receives it without raw message
+/// delivery; the event is the *string* in `Message`.
+const SNS_SHAPE: [&str; 3] = ["TopicArn", "MessageId", "Message"];
+/// The string fields of every EventBridge event; the event is the `detail`
+/// object.
+const EVENTBRIDGE_SHAPE: [&str; 7] = [
+    "version",
+    "id",
+    "detail-type",
+    "source",
+    "account",
+    "time",
+    "region",
+];
+
+/// The event inside an SNS or EventBridge envelope. `None`: the body does
+/// not look like an envelope at all. An error: it has an envelope's marks
+/// (`Type: Notification` with `TopicArn`; `detail-type` with `source`) but
+/// not its complete shape, which says more than "missing field `type`".
+fn envelope(obj: &Map<String, Value>) -> Result<Option<Value>, ParseError> {
+    let strings = |fields: &[&str]| {
+        fields
+            .iter()
+            .all(|f| obj.get(*f).is_some_and(Value::is_string))
     };
-    // SNS -> SQS without raw message delivery: the SNS JSON envelope, with the
-    // original message as a *string* in `Message`.
     if obj.get("Type").and_then(Value::as_str) == Some("Notification")
         && obj.contains_key("TopicArn")
     {
-        let msg = obj
-            .get("Message")
-            .and_then(Value::as_str)
-            .ok_or(ParseError::BadEnvelope {
-                envelope: "SNS",
-                reason: "`Message` must be a string holding the event JSON",
-            })?;
-        return from_json(msg);
-    }
-    // EventBridge -> SQS: the event is the `detail` object.
-    if obj.contains_key("detail-type") && obj.contains_key("source") {
-        return match obj.get("detail") {
-            Some(detail @ Value::Object(_)) => Ok(detail.clone()),
+        return match obj.get("Message").and_then(Value::as_str) {
+            Some(msg) if strings(&SNS_SHAPE) => from_json(msg).map(Some),
             _ => Err(ParseError::BadEnvelope {
-                envelope: "EventBridge",
-                reason: "`detail` must be an object holding the event",
+                envelope: "SNS",
+                reason: "`TopicArn`, `MessageId` and `Message` must be strings, `Message` holding the event JSON",
             }),
         };
     }
-    Ok(Value::Object(obj))
+    if obj.contains_key("detail-type") && obj.contains_key("source") {
+        return match obj.get("detail") {
+            Some(detail @ Value::Object(_)) if strings(&EVENTBRIDGE_SHAPE) => {
+                Ok(Some(detail.clone()))
+            }
+            _ => Err(ParseError::BadEnvelope {
+                envelope: "EventBridge",
+                reason: "needs `version`, `id`, `detail-type`, `source`, `account`, `time` and `region` strings and a `detail` object holding the event",
+            }),
+        };
+    }
+    Ok(None)
 }
 
 fn parse_event(value: &Value) -> Result<OrderEvent, ParseError> {
     let obj = as_object(value, "(event)")?;
     let kind_name = req_str(obj, "", "type")?;
-    let kind = EventKind::from_wire(kind_name).ok_or_else(|| {
-        // Truncate: the type is not customer data, but it is attacker-sized.
-        ParseError::UnknownType(kind_name.chars().take(64).collect())
-    })?;
+    let kind = EventKind::from_wire(kind_name).ok_or(ParseError::UnknownType)?;
     let event_id = req_id(obj, "", "eventId")?;
     let order_id = req_id(obj, "", "orderId")?;
     let seq = Seq::try_from(req_u64(obj, "", "seq")?).map_err(|reason| invalid("seq", reason))?;
@@ -698,7 +736,7 @@ mod tests {
                     v["type"] = json!("OrderTeleported");
                     v
                 },
-                ParseError::UnknownType("OrderTeleported".into()),
+                ParseError::UnknownType,
             ),
             (
                 {
@@ -775,6 +813,39 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_plain_event_with_envelope_like_metadata_is_not_an_envelope() {
+        let direct = parse(&placed()).unwrap();
+        // Producers' own metadata: EventBridge-like and SNS-like fields.
+        let mut eb_like = placed();
+        eb_like["source"] = json!("checkout");
+        eb_like["detail-type"] = json!("OrderPlaced");
+        let mut sns_like = placed();
+        sns_like["Type"] = json!("Notification");
+        sns_like["TopicArn"] = json!("arn:aws:sns:us-east-1:1:t");
+        for v in [eb_like, sns_like] {
+            assert_eq!(parse(&v), Ok(direct.clone()), "{v}");
+        }
+        // An envelope's marks without its shape, and no event at the top
+        // level: the envelope's own error.
+        let partial = json!({"detail-type": "x", "source": "y", "detail": placed()});
+        assert!(matches!(
+            parse(&partial),
+            Err(ParseError::BadEnvelope {
+                envelope: "EventBridge",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn an_unknown_type_is_not_echoed() {
+        let mut v = placed();
+        v["type"] = json!("<script>SECRET</script>");
+        let msg = parse(&v).unwrap_err().to_string();
+        assert!(!msg.contains("SECRET"), "{msg}");
     }
 
     #[test]

@@ -74,7 +74,10 @@ pub struct Consumer {
 impl Consumer {
     pub fn new(store: OrderStore, config: Config) -> Self {
         Self {
-            orders: Orders::new(store, DedupeCache::new(config.dedupe_cache_size)),
+            orders: Orders::new(
+                store,
+                DedupeCache::new(config.dedupe_cache_size, config.dedupe_cache_max_bytes),
+            ),
             config,
         }
     }

@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::types::{
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
 };
 
-use crate::domain::{OrderSnapshot, Requires};
+use crate::domain::{OrderSnapshot, Requires, processed_entry};
 use crate::error::StoreError;
 use crate::event::{OrderEvent, Payload};
 
@@ -114,6 +114,10 @@ impl OrderStore {
                 ":eidl".to_owned(),
                 AttributeValue::L(vec![s(event.event_id.as_str())]),
             ),
+            (
+                ":ph".to_owned(),
+                AttributeValue::L(vec![s(&processed_entry(event))]),
+            ),
         ]);
         let request = self
             .client
@@ -126,7 +130,8 @@ impl OrderStore {
             .update_expression(
                 "SET last_event_seq = :seq, last_event_id = :eid, last_event_type = :type, \
                  event_hash = :hash, updated_at = :now, \
-                 rejected_events = list_append(if_not_exists(rejected_events, :nil), :eidl)",
+                 rejected_events = list_append(if_not_exists(rejected_events, :nil), :eidl), \
+                 processed_hashes = list_append(if_not_exists(processed_hashes, :nil), :ph)",
             )
             .condition_expression("#st = :observed AND last_event_seq = :prev")
             .expression_attribute_names("#st", "status")
@@ -166,7 +171,19 @@ impl OrderStore {
         // non-Placed event for an unknown order is refused with no item
         // returned, which classification reads as "early".
         let condition = match kind.requires() {
-            Requires::Absent => format!("attribute_not_exists({KEY})"),
+            // An order's first event is its seq 1, and only that event may
+            // create the item.
+            Requires::Absent if event.seq.get() == 1 => format!("attribute_not_exists({KEY})"),
+            // An OrderPlaced with a later seq can never apply: it needs the
+            // item absent *and* its predecessor processed. The write is
+            // still sent, with that contradiction as its condition, because
+            // the refusal brings the item back (ALL_OLD) in the same
+            // request: none (Early: the order's real first events are still
+            // to come), or the order (Stale, Duplicate, or Rejected in turn).
+            Requires::Absent => {
+                put(":prev", n(event.seq.get() - 1));
+                format!("attribute_not_exists({KEY}) AND last_event_seq = :prev")
+            }
             Requires::StatusIn(from) => {
                 let names: Vec<String> = from
                     .iter()
@@ -196,6 +213,9 @@ impl OrderStore {
             // transition (the state machine has no cycles), and the cheapest
             // proof that nothing was applied twice.
             "history = list_append(if_not_exists(history, :nil), :eidl)",
+            // Every processed seq's content hash: a changed payload under an
+            // older seq is then a Conflict, not a silent Stale.
+            "processed_hashes = list_append(if_not_exists(processed_hashes, :nil), :ph)",
         ];
         put(":to", s(kind.target().as_str()));
         put(":seq", n(event.seq.get()));
@@ -205,6 +225,7 @@ impl OrderStore {
         put(":now", s(&rfc3339(SystemTime::now())));
         put(":nil", AttributeValue::L(vec![]));
         put(":eidl", AttributeValue::L(vec![s(event.event_id.as_str())]));
+        put(":ph", AttributeValue::L(vec![s(&processed_entry(event))]));
         put(":occ", s(event.occurred_at.as_str()));
         match &event.payload {
             Payload::Placed {

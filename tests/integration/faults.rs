@@ -183,7 +183,10 @@ async fn records_not_started_before_the_deadline_are_reported() {
         body("ord-1", 1, "OrderPlaced", "e1"),
         body("ord-2", 1, "OrderPlaced", "e2"),
     ]);
-    // Less time left than the margin: nothing may start.
+    // Less time left than the margin: nothing may start. An invocation in
+    // that state from its start fails as a whole (review finding: with
+    // FunctionTimeout <= DEADLINE_MARGIN_MS every record was NotAttempted,
+    // the queue drained into the DLQ and no alarm fired).
     let (report, response) = c
         .handle_batch(&event, Instant::now() + Duration::from_millis(500))
         .await;
@@ -192,6 +195,21 @@ async fn records_not_started_before_the_deadline_are_reported() {
             .outcomes()
             .all(|o| *o == Outcome::NotAttempted(Skip::Deadline))
     );
-    assert_eq!(failed_ids(&response.unwrap()), ["m-0", "m-1"]);
+    assert!(
+        matches!(
+            response,
+            Err(BatchError::NoTimeBudget {
+                margin_ms: 1000,
+                ..
+            })
+        ),
+        "{response:?}"
+    );
     assert_eq!(db.count_items().await, 0);
+    // More time than the margin: the records run.
+    let (_, response) = c
+        .handle_batch(&event, Instant::now() + Duration::from_millis(5_000))
+        .await;
+    assert!(failed_ids(&response.unwrap()).is_empty());
+    assert_eq!(db.count_items().await, 2);
 }

@@ -125,11 +125,93 @@ async fn stale_is_acknowledged_and_changes_nothing() {
     )
     .await;
     let before = db.item("ord-1").await;
-    // A late OrderPaid with a new eventId but a superseded seq.
-    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderPaid", "e2-retry")])).await;
+    // A late copy of OrderPaid, whose turn has passed.
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 2, "OrderPaid", "e2")])).await;
     assert_eq!(report.records[0].outcome, Outcome::Stale { last_seq: 3 });
     assert!(failed.is_empty());
     assert_eq!(db.item("ord-1").await, before, "the item is untouched");
+}
+
+/// Review finding: the same eventId and seq with other content was a
+/// Conflict only while it was the order's last event; one event later it
+/// was Stale and acknowledged. The item keeps every processed seq's hash.
+#[tokio::test]
+async fn a_changed_payload_under_an_older_seq_is_a_conflict() {
+    let db = TestDb::new().await;
+    let c = consumer_with(db.store(), &[("DEDUPE_CACHE_SIZE", "0")]);
+    let paid = body("ord-1", 2, "OrderPaid", "e2");
+    run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 1, "OrderPlaced", "e1"),
+            paid.clone(),
+            body("ord-1", 3, "OrderCancelled", "e3"),
+        ]),
+    )
+    .await;
+    let before = db.item("ord-1").await;
+    let mut changed = paid.clone();
+    changed["data"]["amount"] = json!(1);
+    let other_event = body("ord-1", 2, "OrderPaid", "e2-other");
+    let (report, failed) = run(&c, &batch_of(&[changed, other_event, paid])).await;
+    assert_eq!(
+        labels(&report),
+        ["Conflict", "Conflict", "Stale"],
+        "{:?}",
+        report.records
+    );
+    assert_eq!(failed, ["m-0", "m-1"], "conflicts are not acknowledged");
+    assert_eq!(db.item("ord-1").await, before, "the item is untouched");
+    // The same through a warm cache: it must not settle them as Stale.
+    let warm = db.consumer();
+    run(&warm, &batch_of(&[body("ord-1", 2, "OrderPaid", "e2")])).await;
+    let mut changed = body("ord-1", 2, "OrderPaid", "e2");
+    changed["data"]["amount"] = json!(1);
+    let (report, _) = run(&warm, &batch_of(&[changed])).await;
+    assert_eq!(labels(&report), ["Conflict"]);
+}
+
+/// Review finding: an OrderPlaced out of turn (events/07's
+/// `evt-1001-replaced`, seq 5) that reached an empty table founded the
+/// order at seq 5, and then events/01's whole lifecycle was Stale and
+/// deleted. It is Early until its predecessors have been processed.
+#[tokio::test]
+async fn an_order_placed_out_of_turn_does_not_swallow_the_lifecycle() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let replaced = crate::sample_events::load("07-illegal-transition.json")
+        .records
+        .into_iter()
+        .filter(|r| r.body.as_deref().is_some_and(|b| b.contains("ord-1001")))
+        .collect::<Vec<_>>();
+    assert_eq!(replaced.len(), 1);
+    let (report, failed) = run(&c, &batch(replaced.clone())).await;
+    assert!(
+        matches!(
+            report.records[0].outcome,
+            Outcome::Early {
+                current: None,
+                event: EventKind::Placed
+            }
+        ),
+        "{:?}",
+        report.records
+    );
+    assert_eq!(failed.len(), 1, "it goes back to the queue");
+    assert_eq!(db.item("ord-1001").await, None, "no order founded");
+
+    let (report, _) = run(&c, &crate::sample_events::load("01-happy-path.json")).await;
+    assert_eq!(labels(&report), ["Applied"; 4]);
+    // Its redelivery, in its turn: rejected, its seq spent.
+    let (report, failed) = run(&c, &batch(replaced)).await;
+    assert_eq!(labels(&report), ["Rejected"]);
+    assert!(failed.is_empty());
+    assert_eq!(
+        db.history("ord-1001").await,
+        ["evt-1001-1", "evt-1001-2", "evt-1001-3", "evt-1001-4"]
+    );
+    assert_eq!(db.status("ord-1001").await.as_deref(), Some("DELIVERED"));
+    assert_eq!(db.rejected("ord-1001").await, ["evt-1001-replaced"]);
 }
 
 #[tokio::test]

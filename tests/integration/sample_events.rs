@@ -31,7 +31,7 @@ fn scenarios_in(dir: &std::path::Path) -> Vec<Scenario> {
     serde_json::from_str(&text).expect("scenarios.json parses")
 }
 
-fn load(file: &str) -> SqsEvent {
+pub fn load(file: &str) -> SqsEvent {
     load_in(&events_dir(), file)
 }
 

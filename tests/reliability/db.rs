@@ -18,6 +18,8 @@ pub struct Item {
     pub last_event_seq: String,
     pub last_event_id: String,
     pub history: Vec<String>,
+    /// `rejected_events`: eventIds rejected in their turn (seq spent).
+    pub rejected: Vec<String>,
 }
 
 pub struct Db {
@@ -62,6 +64,28 @@ impl Db {
             .await
             .expect("GetItem (direct to dynoxide)");
         out.item.map(|i| to_item(&i))
+    }
+
+    /// Write an order item as if `event_id`, an OrderPlaced at `seq`, had
+    /// been applied (and, by the contract, seqs 1..seq before it
+    /// processed): for tests that start an order at a large seq. Written as
+    /// an item from before per-seq hashes were kept, so its older seqs are
+    /// settled by the sequence alone.
+    pub async fn seed_placed(&self, order_id: &str, event_id: &str, seq: u64) {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("order_id", s(order_id))
+            .item("status", s("PLACED"))
+            .item("last_event_seq", AttributeValue::N(seq.to_string()))
+            .item("last_event_id", s(event_id))
+            .item("last_event_type", s("OrderPlaced"))
+            .item("event_hash", s("seeded"))
+            .item("history", AttributeValue::L(vec![s(event_id)]))
+            .send()
+            .await
+            .expect("PutItem (direct to dynoxide)");
     }
 
     /// Every item, keyed by order_id (paginated scan).
@@ -121,17 +145,19 @@ fn to_item(i: &HashMap<String, AttributeValue>) -> Item {
         Some(AttributeValue::N(v)) => v.clone(),
         other => panic!("attribute {k}: {other:?}"),
     };
-    let history = match i.get("history") {
+    let ids = |k: &str| match i.get(k) {
         Some(AttributeValue::L(l)) => l
             .iter()
-            .map(|v| v.as_s().cloned().expect("history entries are strings"))
+            .map(|v| v.as_s().cloned().expect("id lists hold strings"))
             .collect(),
-        other => panic!("history: {other:?}"),
+        None if k == "rejected_events" => Vec::new(),
+        other => panic!("{k}: {other:?}"),
     };
     Item {
         status: s("status"),
         last_event_seq: n("last_event_seq"),
         last_event_id: s("last_event_id"),
-        history,
+        history: ids("history"),
+        rejected: ids("rejected_events"),
     }
 }

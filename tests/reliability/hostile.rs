@@ -233,7 +233,7 @@ fn hostile_body() -> impl Strategy<Value = String> {
             match wrap {
                 0 => ev.to_string(),
                 1 => json!({"Type": "Notification", "MessageId": "m", "TopicArn": "arn:aws:sns:us-east-1:111122223333:orders", "Message": ev.to_string()}).to_string(),
-                _ => json!({"version": "0", "id": "e", "detail-type": "OrderEvent", "source": "shop.orders", "detail": ev}).to_string(),
+                _ => json!({"version": "0", "id": "e", "detail-type": "OrderEvent", "source": "shop.orders", "account": "111122223333", "time": "2026-11-29T10:15:00Z", "region": "us-east-1", "resources": [], "detail": ev}).to_string(),
             }
         }),
         // Wrappers holding garbage.

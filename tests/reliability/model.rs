@@ -81,6 +81,12 @@ pub struct Event {
 pub struct Order {
     pub order_id: String,
     pub events: Vec<Event>,
+    /// An OrderPlaced the producer sent again, with a new eventId and the
+    /// seq after the order's last event (events/07's `evt-1001-replaced`).
+    /// It arrives in any order; it must never found the order (its turn
+    /// comes after the last event), and in its turn it is rejected and
+    /// spends its seq.
+    pub replacement: Option<Event>,
 }
 
 /// An event body as a producer sends it.
@@ -102,8 +108,10 @@ pub fn body(order_id: &str, event_id: &str, seq: u64, kind: &str, amount: u64) -
 }
 
 impl Order {
-    /// Seqs are contiguous from `seq_start` (the contract: each event's seq
-    /// is its predecessor's plus one; OrderPlaced may start anywhere >= 1).
+    /// Seqs are contiguous from `seq_start` (the contract: an order's
+    /// OrderPlaced is its seq 1, each later event's seq its predecessor's
+    /// plus one). A `seq_start` above 1 is for tests that seed the item as
+    /// if the earlier seqs had been processed ([`Order::seed_item`]).
     pub fn new(order_id: String, lifecycle: Lifecycle, seq_start: u64) -> Order {
         let amount = 100 + (order_id.len() as u64 * 7919) % 100_000;
         let events = lifecycle
@@ -122,16 +130,48 @@ impl Order {
                 }
             })
             .collect();
-        Order { order_id, events }
+        Order {
+            order_id,
+            events,
+            replacement: None,
+        }
     }
 
+    /// The same order, with a replacement OrderPlaced after its last event.
+    pub fn with_replacement(mut self) -> Order {
+        let seq = self.events.last().map_or(1, |e| e.seq) + 1;
+        let event_id = format!("evt-{}-replaced", self.order_id);
+        self.replacement = Some(Event {
+            body: body(&self.order_id, &event_id, seq, "OrderPlaced", 1),
+            order_id: self.order_id.clone(),
+            event_id,
+            seq,
+            kind: "OrderPlaced",
+        });
+        self
+    }
+
+    /// Every event the producer sends for this order.
+    pub fn sent(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().chain(self.replacement.iter())
+    }
+
+    /// The table must end with every event applied in seq order and the
+    /// replacement (if any) rejected in its turn: its seq spent, nothing else
+    /// changed.
     pub fn expected(&self) -> Item {
         let last = self.events.last().unwrap();
+        let processed_last = self.replacement.as_ref().unwrap_or(last);
         Item {
             status: target_status(last.kind).to_owned(),
-            last_event_seq: last.seq.to_string(),
-            last_event_id: last.event_id.clone(),
+            last_event_seq: processed_last.seq.to_string(),
+            last_event_id: processed_last.event_id.clone(),
             history: self.events.iter().map(|e| e.event_id.clone()).collect(),
+            rejected: self
+                .replacement
+                .iter()
+                .map(|e| e.event_id.clone())
+                .collect(),
         }
     }
 }
@@ -148,14 +188,14 @@ impl Workload {
         let orders = (0..n)
             .map(|i| {
                 let lc = mix[rng.below(mix.len())];
-                Order::new(format!("{prefix}-{i}"), lc, rng.range(1, 3))
+                Order::new(format!("{prefix}-{i}"), lc, 1)
             })
             .collect();
         Workload { orders }
     }
 
     pub fn events(&self) -> impl Iterator<Item = &Event> {
-        self.orders.iter().flat_map(|o| o.events.iter())
+        self.orders.iter().flat_map(|o| o.sent())
     }
 
     /// Send every event once, in a shuffled order, plus duplicates: with
@@ -215,6 +255,12 @@ impl Workload {
                         o.order_id, got.history
                     ));
                 }
+            }
+            if got.rejected != exp.rejected {
+                v.push(format!(
+                    "{}: rejected events {:?}, expected {:?}",
+                    o.order_id, got.rejected, exp.rejected
+                ));
             }
             for id in counts.keys() {
                 if !o.events.iter().any(|e| e.event_id == *id) {
@@ -289,9 +335,10 @@ impl Workload {
 
 /// The ack-time audit: every message the ESM deletes must have its effect
 /// committed *at that moment*, i.e. its eventId must already be in its
-/// order's history (for the valid streams used here, Duplicate and Stale
-/// both mean "this very event is already applied"). Violations are
-/// collected, not panicked on, so the test can report all of them.
+/// order's history, or (a replacement OrderPlaced) in its rejected events
+/// (for the streams used here, Duplicate and Stale both mean "this very
+/// event is already processed"). Violations are collected, not panicked
+/// on, so the test can report all of them.
 pub fn ack_audit(db: &Arc<Db>) -> (Audit, Arc<Mutex<Vec<String>>>) {
     let violations: Arc<Mutex<Vec<String>>> = Default::default();
     let (db, out) = (db.clone(), violations.clone());
@@ -314,8 +361,10 @@ pub fn ack_audit(db: &Arc<Db>) -> (Audit, Arc<Mutex<Vec<String>>>) {
                     ));
                     continue;
                 };
-                let history = db.item(order).await.map(|i| i.history).unwrap_or_default();
-                if !history.iter().any(|h| h == event) {
+                let item = db.item(order).await;
+                let history = item.as_ref().map(|i| i.history.clone()).unwrap_or_default();
+                let rejected = item.map(|i| i.rejected).unwrap_or_default();
+                if !history.iter().chain(&rejected).any(|h| h == event) {
                     out.lock().unwrap().push(format!(
                         "{message_id} ({event} of {order}) was acknowledged but is not committed: history {history:?}"
                     ));
