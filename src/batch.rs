@@ -417,7 +417,7 @@ pub async fn process<H: Handler>(
     deadline: Instant,
 ) -> BatchReport<H::Outcome> {
     let budget = deadline.saturating_duration_since(Instant::now());
-    let starved = (!records.is_empty() && budget <= settings.deadline_margin).then(|| Starved {
+    let starved = (!records.is_empty() && budget <= settings.deadline_margin).then_some(Starved {
         budget_ms: budget.as_millis() as u64,
         margin_ms: settings.deadline_margin.as_millis() as u64,
     });
