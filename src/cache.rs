@@ -36,13 +36,16 @@ use crate::event::OrderEvent;
 pub const MAX_SEQS_PER_ENTRY: usize = 8;
 
 /// Bytes an entry costs beyond its order id and its hashes: the map's slot
-/// (key, value, control byte) at the worst load factor, the eviction queue's
-/// slot, the shared key's allocation header and the hash list's header.
-/// Measured with a counting allocator (`tests/cache_memory.rs`), rounded up.
+/// (key, value, control byte) at its emptiest load factor, the eviction
+/// queue's slot, the shared key's allocation and the hash list's buffer,
+/// each with malloc's own overhead. Measured by `tests/cache_memory.rs`
+/// (a counting allocator): 218 bytes for a 10-byte id and one event, 458
+/// for a 256-byte id; rounded up.
 pub const ENTRY_OVERHEAD_BYTES: usize = 192;
-/// Bytes one kept (seq, hash) costs: the pair in the list (with the list's
-/// spare capacity) and the 32-character hash's own allocation.
-pub const HASH_BYTES: usize = 96;
+/// Bytes one more kept (seq, hash) costs: its slot in the list (with the
+/// list's spare capacity) and the 32-character hash's own allocation
+/// (measured: 40).
+pub const HASH_BYTES: usize = 48;
 
 /// What DynamoDB confirmed about one order.
 #[derive(Debug, Clone, PartialEq, Eq)]

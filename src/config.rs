@@ -94,9 +94,9 @@ pub struct Config {
     /// hashes), so that redelivered duplicates cost no DynamoDB request.
     pub dedupe_cache_size: usize,
     /// `DEDUPE_CACHE_MAX_BYTES`: the cache's memory bound, whatever the ids'
-    /// lengths (an entry costs from about 0.3 KB with short ids and one
-    /// event to about 1.2 KB with 256-byte ids and 8 events; see
-    /// [`crate::cache`]). Default: an eighth of the function's memory
+    /// lengths (an entry takes from about 0.22 KB with short ids and one
+    /// event to about 0.74 KB with 256-byte ids and 8 events, measured by
+    /// `tests/cache_memory.rs`; see [`crate::cache`]). Default: an eighth of the function's memory
     /// (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, set by Lambda), or 32 MiB where
     /// that is unknown; at most half of it.
     pub dedupe_cache_max_bytes: usize,
