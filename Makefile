@@ -49,11 +49,11 @@ $(CARGO_LAMBDA):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
 
-build: $(CARGO_LAMBDA) ## Release build for Lambda arm64 (needs the aarch64 target or Zig; see README)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bin order-consumer
+build: $(CARGO_LAMBDA) ## Release build of the three functions for Lambda arm64 (needs the aarch64 target or Zig; see README)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bins
 
-build-host: $(CARGO_LAMBDA) ## Release build for this machine's architecture
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bin order-consumer
+build-host: $(CARGO_LAMBDA) ## Release build of the three functions for this machine's architecture
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bins
 
 local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke` in another terminal)
 	cargo build --quiet --example local_dynamodb

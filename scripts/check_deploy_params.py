@@ -8,8 +8,10 @@ CloudFormation cannot do arithmetic, so the template cannot derive the
 source queue's visibility timeout from the function timeout. AWS's guidance
 is VisibilityTimeout >= 6 * FunctionTimeout + MaximumBatchingWindowInSeconds:
 a lower value lets SQS hand a message that is still being processed to
-another invocation. This script resolves the values `sam deploy` will pass
-and refuses a combination that breaks the rule:
+another invocation. Nor can it compare DeadlineMarginMs with
+FunctionTimeout: a margin of half the timeout or more leaves the functions
+little or no time for any record. This script resolves the values `sam
+deploy` will pass and refuses a combination that breaks either rule:
 
 - the template's defaults, then
 - Key=Value arguments if there are any (on sam's command line they replace
@@ -97,12 +99,26 @@ def main() -> int:
         if unknown:
             raise ValueError(f"not parameters of {args.template}: {', '.join(unknown)}")
         timeout = int(values["FunctionTimeout"])
+        margin = int(values["DeadlineMarginMs"])
         visibility = int(values["QueueVisibilityTimeout"])
         fifo = values.get("FifoQueue", "false").lower() == "true"
         window = 0 if fifo else int(values["MaximumBatchingWindowInSeconds"])
     except Exception as e:  # noqa: BLE001 - any unusable input is exit 2 with its reason
         print(f"check_deploy_params: cannot resolve the parameters: {e}", file=sys.stderr)
         return 2
+    # The functions stop starting records DEADLINE_MARGIN_MS before the
+    # deadline. A margin of half the timeout or more leaves them little or no
+    # time: every record is NotAttempted, the queue drains into the DLQ (the
+    # functions then fail such invocations, but better never to deploy it).
+    if margin * 2 > timeout * 1000:
+        print(
+            f"check_deploy_params: DeadlineMarginMs={margin} is more than half of "
+            f"FunctionTimeout ({timeout} s = {timeout * 1000} ms) (values from {source}): "
+            f"the functions would have little or no time for any record. Lower it to at most "
+            f"{timeout * 500}, or raise FunctionTimeout.",
+            file=sys.stderr,
+        )
+        return 1
     need = 6 * timeout + window
     if visibility < need:
         print(

@@ -557,6 +557,23 @@ def _(m: Model) -> None:
     assert not wrong, "; ".join(f"{o} should {'pass' if w else 'be rejected'}" for o, w in wrong)
 
 
+@check("DeadlineMarginMs default leaves at least half of FunctionTimeout for work", per_function=False)
+def _(m: Model) -> None:
+    params = m.t.get("Parameters", {})
+    margin = float(params["DeadlineMarginMs"]["Default"])
+    timeout = float(params["FunctionTimeout"]["Default"])
+    assert margin * 2 <= timeout * 1000, f"DeadlineMarginMs {margin} vs FunctionTimeout {timeout} s"
+
+
+@check("RustLog offers no `trace` (the SDK would log whole requests with customer data)", per_function=False)
+def _(m: Model) -> None:
+    spec = m.t.get("Parameters", {}).get("RustLog", {})
+    allowed = spec.get("AllowedValues")
+    assert allowed, "RustLog has no AllowedValues: any filter, `trace` included, can be deployed"
+    bad = [v for v in allowed if "trace" in str(v)]
+    assert not bad, f"RustLog allows {bad}"
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)

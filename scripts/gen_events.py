@@ -79,10 +79,15 @@ def eventbridge(ev):
     }
 
 
+# messageId -> SentTimestamp: a redelivery (the same messageId again) keeps
+# the timestamp of the send, as SQS does.
+SENT_AT = {}
+
+
 def record(name, ev, n, receive_count=1, fifo_group=None, message_id=None, queue_arn=None):
     body = body_of(ev)
     mid = message_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{name}#{n}"))
-    sent = BASE_MS + n * 1000
+    sent = SENT_AT.setdefault(mid, BASE_MS + n * 1000)
     attrs = {
         "ApproximateReceiveCount": str(receive_count),
         "SentTimestamp": str(sent),
@@ -93,7 +98,9 @@ def record(name, ev, n, receive_count=1, fifo_group=None, message_id=None, queue
         attrs.update({
             "SequenceNumber": str(18849496460467696128 + n),
             "MessageGroupId": fifo_group,
-            "MessageDeduplicationId": hashlib.sha256(body.encode()).hexdigest(),
+            # The producer's eventId, as the README advises: a re-publish of
+            # the same event within SQS's 5-minute window is dropped.
+            "MessageDeduplicationId": ev["eventId"],
         })
     handle = base64.b64encode(hashlib.sha512(f"{mid}:{receive_count}".encode()).digest()).decode()
     return {
@@ -260,6 +267,26 @@ def main():
              "a producer bug: another event claims ord-1002's seq 4, and ord-1002's seq-4 event comes back with changed content", [
         (dict(ev=event("ord-1002", 4, "OrderDelivered", event_id="evt-1002-4-other")), "Conflict"),
         (dict(ev=event("ord-1002", 4, "OrderDelivered") | {"occurredAt": "2026-12-09T09:00:00Z"}), "Conflict"),
+    ])
+    scenario("13-changed-older-event.json",
+             "ord-1001's OrderPaid (seq 2) comes back with another amount after OrderDelivered: a producer bug, not a stale copy", [
+        (dict(ev=event("ord-1001", 2, "OrderPaid") | {"data": {"paymentId": "pay-1001", "amount": 1, "currency": "INR"}}), "Conflict"),
+    ])
+    producer_metadata = event("ord-1010", 1, "OrderPlaced") | {"source": "checkout", "detail-type": "OrderPlaced"}
+    scenario("14-producer-metadata.json",
+             "ord-1010's OrderPlaced carries its producer's own `source` and `detail-type` fields: still a plain event, not an EventBridge envelope", [
+        (dict(ev=producer_metadata), "Applied"),
+    ])
+    o = "ord-1011"
+    replaced = event(o, 2, "OrderPlaced", event_id="evt-1011-replaced")
+    scenario("15-placed-out-of-turn.json",
+             "a second OrderPlaced (seq 2) for ord-1011 arrives before the order exists: Early, it must not found the order", [
+        (dict(ev=replaced), "Early"),
+    ])
+    scenario("16-placed-out-of-turn-redelivered.json",
+             "ord-1011's real OrderPlaced (seq 1) arrives; the redelivered second OrderPlaced is then rejected in its turn", [
+        (dict(ev=event(o, 1, "OrderPlaced")), "Applied"),
+        (dict(ev=replaced, receive_count=2, message_id=mid("15-placed-out-of-turn.json", 0)), "Rejected"),
     ])
     (OUT / "scenarios.json").write_text(json.dumps(SCENARIOS, indent=2) + "\n")
     print(f"wrote {len(SCENARIOS)} scenarios to {OUT}")

@@ -62,6 +62,9 @@ sam deploy --guided --no-execute-changeset"
 
 run_case first-deploy-bad-params 1 "" PARAMS="FunctionTimeout=60"
 
+# FunctionTimeout at or below the deadline margin: nothing may run.
+run_case first-deploy-margin-over-timeout 1 "" PARAMS="FunctionTimeout=2 DeadlineMarginMs=2000 QueueVisibilityTimeout=12"
+
 run_case first-deploy-with-params 0 "$B Architecture=x86_64
 sam deploy --guided --no-execute-changeset --parameter-overrides Architecture=x86_64
 sam deploy" PARAMS="Architecture=x86_64" STUB_SAMCONFIG='version = 0.1\n[default.deploy.parameters]\nparameter_overrides = "Architecture=\\"x86_64\\""\n'

@@ -121,6 +121,8 @@ async fn each_sample_event_shows_its_outcome() {
         ("ord-1007", "DELIVERED"),
         ("ord-1008", "PLACED"),
         ("ord-1009", "PAID"),
+        ("ord-1010", "PLACED"),
+        ("ord-1011", "PLACED"),
     ];
     for (order, status) in final_status {
         assert_eq!(db.status(order).await.as_deref(), Some(status), "{order}");
