@@ -40,6 +40,9 @@
 //! - [`ledger`]: its contract, the classification of a cancelled
 //!   transaction, the TransactWriteItems adapter, and its function.
 
+// Logs go through `tracing`; the one stdout writer is the EMF line (metrics.rs).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod batch;
 pub mod bootstrap;
 pub mod cache;
