@@ -128,12 +128,13 @@ impl Config {
             0..=10_000_000,
         )? as usize;
         const MIB: u64 = 1024 * 1024;
-        let memory = match get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").filter(|v| !v.trim().is_empty()) {
-            None => None,
-            Some(_) => {
-                Some(parse_in(&get, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 0, 128..=10_240)? * MIB)
-            }
-        };
+        // Lambda's own variable, not the user's: a value an emulator sets
+        // oddly (or not at all) falls back to the fixed default instead of
+        // failing the cold start.
+        let memory = get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|mb| (128..=10_240).contains(mb))
+            .map(|mb| mb * MIB);
         let dedupe_cache_max_bytes = parse_in(
             &get,
             "DEDUPE_CACHE_MAX_BYTES",
@@ -225,6 +226,12 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.dedupe_cache_max_bytes, 16 << 20);
+        let c = cfg(&[
+            ("TABLE_NAME", "t"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "odd"),
+        ])
+        .unwrap();
+        assert_eq!(c.dedupe_cache_max_bytes, 32 << 20);
         // More than half the function's memory is refused at cold start.
         let err = cfg(&[
             ("TABLE_NAME", "t"),
