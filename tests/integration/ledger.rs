@@ -231,7 +231,7 @@ async fn a_capture_in_another_currency_than_the_account_is_parked_in_suspense() 
     run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 500)])).await;
     let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
     let (report, response) = l
-        .handle_batch(&batch_of(&[usd.clone()]), far_deadline())
+        .handle_batch(&batch_of(std::slice::from_ref(&usd)), far_deadline())
         .await;
     assert_eq!(
         report.records[0].outcome,
