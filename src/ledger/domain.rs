@@ -157,7 +157,9 @@ impl std::fmt::Display for LedgerOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LedgerOutcome::Applied => f.write_str("Applied"),
-            LedgerOutcome::Duplicate => f.write_str("Duplicate: the entry is already recorded"),
+            LedgerOutcome::Duplicate => {
+                f.write_str("Duplicate: already recorded (as an entry or in suspense)")
+            }
             LedgerOutcome::Early => f.write_str("Early: the refund's capture is not recorded yet"),
             // Amounts are payment data: they stay out of the log line (the
             // variant keeps them for callers and tests).
