@@ -385,7 +385,9 @@ fn suspense_snapshot(item: &Item) -> Result<SuspenseSnapshot, StoreError> {
         amount: number(item, "amount")?,
         currency: text(item, "currency")?,
         payment_id: text(item, "payment_id")?,
-        attempt: text(item, "parked_attempt")?,
+        // Only used to recognise this Put's own retry: an entry an operator
+        // rewrote without it is simply not ours.
+        attempt: text(item, "parked_attempt").unwrap_or_default(),
     })
 }
 
