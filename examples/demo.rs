@@ -297,18 +297,21 @@ async fn print_ledger(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn s
             get(&i, "entry_count")
         );
     }
+    // Suspense entries (`suspense:...`) hold events that could not be
+    // posted: their amount moved no balance, their reason says why.
     println!("== final `{LEDGER}` table");
     println!(
-        "   {:<14} {:<8} {:>10} {:>10}",
-        "entry", "account", "amount", "refundable"
+        "   {:<22} {:<8} {:>10} {:>10} {:<17}",
+        "entry", "account", "amount", "refundable", "suspense reason"
     );
     for i in scan(LEDGER, ENTRY_KEY).await? {
         println!(
-            "   {:<14} {:<8} {:>10} {:>10}",
+            "   {:<22} {:<8} {:>10} {:>10} {:<17}",
             get(&i, "entry_id"),
             get(&i, "account_id"),
             get(&i, "amount"),
-            get(&i, "refundable")
+            get(&i, "refundable"),
+            get(&i, "suspense_reason")
         );
     }
     Ok(())

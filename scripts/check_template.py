@@ -47,6 +47,9 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "env_tables": {"LEDGER_TABLE": "LedgerTable", "ACCOUNTS_TABLE": "AccountsTable"},
         "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
         "fifo_param": False,
+        # EMF outcome counts that mean "a person must act": events parked in
+        # suspense (acknowledged, so neither the DLQ nor Errors would show them).
+        "outcome_alarms": ["Suspended"],
     },
     # Fed by the orders table's stream, not by a queue: its checks are the
     # stream's (bisect, bounded retries, an on-failure destination).
@@ -481,6 +484,34 @@ def _(m: Model) -> None:
         if p.get("MetricName") == "Errors" and dims.get("FunctionName") == {"Ref": fn} and gt0:
             found["errors"] = True
     assert all(found.values()), f"missing alarm(s): {[k for k, v in found.items() if not v]}"
+
+
+@check("alarms: the function's EMF outcome metrics that need a person (e.g. ledger Suspended) > 0")
+def _(m: Model) -> None:
+    wanted = m.expect.get("outcome_alarms", [])
+    if not wanted:
+        return
+    fn = m.function()
+    env = m.props(fn).get("Environment", {}).get("Variables", {})
+    # The EMF namespace is the function's METRICS_NAMESPACE, its one
+    # dimension FunctionName (the function's own name, i.e. Ref of it).
+    namespace = env.get("METRICS_NAMESPACE")
+    assert isinstance(namespace, str) and namespace, f"METRICS_NAMESPACE is {namespace!r}"
+    found = set()
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
+        if (
+            p.get("Namespace") == namespace
+            and p.get("MetricName") in wanted
+            and dims == {"FunctionName": {"Ref": fn}}
+            and p.get("ComparisonOperator") == "GreaterThanThreshold"
+            and float(p.get("Threshold", -1)) == 0
+            and p.get("Statistic") in ("Sum", "Maximum")
+        ):
+            found.add(p["MetricName"])
+    missing = [w for w in wanted if w not in found]
+    assert not missing, f"no alarm on {namespace}/{missing} > 0 by FunctionName"
 
 
 @check("FifoQueue=false: both queues are standard")

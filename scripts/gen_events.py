@@ -177,12 +177,15 @@ def ledger_main():
         (dict(ev=ref3, receive_count=2, message_id=mid("03-refund-before-capture.json", 0)), "Applied"),
         (dict(ev=payment("PaymentCaptured", "evt-pay-3", "pay-3", "acct-3", 80000, minute=10)), "Applied"),
     ])
-    ledger_scenario("05-over-refund.json", "two refunds of pay-1: the second would exceed what is left of the capture", [
+    ref5 = payment("PaymentRefunded", "evt-ref-5", "pay-1", "acct-1", 400000, refund_id="ref-5", minute=50)
+    ledger_scenario("05-over-refund.json",
+                    "two refunds of pay-1: the second would exceed what is left of the capture, and is parked in suspense", [
         (dict(ev=payment("PaymentRefunded", "evt-ref-4", "pay-1", "acct-1", 200000, refund_id="ref-4", minute=40)), "Applied"),
-        (dict(ev=payment("PaymentRefunded", "evt-ref-5", "pay-1", "acct-1", 400000, refund_id="ref-5", minute=50)), "Rejected"),
+        (dict(ev=ref5), "Suspended"),
     ])
-    ledger_scenario("06-currency-mismatch.json", "a USD capture for acct-1, which holds INR", [
-        (dict(ev=payment("PaymentCaptured", "evt-pay-6", "pay-6", "acct-1", 1000, currency="USD")), "Rejected"),
+    pay6 = payment("PaymentCaptured", "evt-pay-6", "pay-6", "acct-1", 1000, currency="USD")
+    ledger_scenario("06-currency-mismatch.json", "a USD capture for acct-1, which holds INR: parked in suspense", [
+        (dict(ev=pay6), "Suspended"),
     ])
     bad = payment("PaymentRefunded", "evt-ref-7", "pay-2", "acct-2", 100, refund_id="ref-7")
     del bad["refundId"]
@@ -190,6 +193,11 @@ def ledger_main():
         (dict(ev=payment("PaymentCaptured", "evt-pay-8", "pay-8", "acct-2", 5000)), "Applied"),
         (dict(ev="{\"eventId\": \"evt-broken\""), "Invalid"),
         (dict(ev=bad), "Invalid"),
+    ])
+    ledger_scenario("08-parked-redelivered.json",
+                    "the parked refund and capture redelivered: their suspense entries exist, so Duplicate", [
+        (dict(ev=ref5, receive_count=2, message_id=mid("05-over-refund.json", 1)), "Duplicate"),
+        (dict(ev=pay6, receive_count=2, message_id=mid("06-currency-mismatch.json", 0)), "Duplicate"),
     ])
     (LEDGER_OUT / "scenarios.json").write_text(json.dumps(LEDGER_SCENARIOS, indent=2) + "\n")
     print(f"wrote {len(LEDGER_SCENARIOS)} ledger scenarios to {LEDGER_OUT}")

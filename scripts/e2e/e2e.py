@@ -480,9 +480,9 @@ def run(args):
     return 0 if checks.failed == 0 else 1
 
 
-def payment(typ, event_id, payment_id, account, amount, refund_id=None):
+def payment(typ, event_id, payment_id, account, amount, refund_id=None, currency="INR"):
     ev = {"eventId": event_id, "type": typ, "paymentId": payment_id, "accountId": account,
-          "amount": amount, "currency": "INR", "occurredAt": "2026-12-05T10:00:00Z"}
+          "amount": amount, "currency": currency, "occurredAt": "2026-12-05T10:00:00Z"}
     if refund_id:
         ev["refundId"] = refund_id
     return json.dumps(ev, separators=(",", ":"))
@@ -491,8 +491,11 @@ def payment(typ, event_id, payment_id, account, amount, refund_id=None):
 class LedgerRun:
     """The payment-ledger function, deployed by the same stack: a refund sent
     before its capture (Early, then applied), a capture re-published under a
-    new eventId (Duplicate), a refund beyond its capture (Rejected). Checked
-    at the end: balance, entries, an empty ledger DLQ."""
+    new eventId (Duplicate), a refund beyond its capture (Suspended: parked in
+    a suspense entry); once that has drained, a USD capture for the INR
+    account (Suspended) and the over-refund sent again (Duplicate). Checked
+    at the end: balance, entries, the two suspense entries, an empty ledger
+    DLQ."""
 
     def __init__(self, c, out, endpoint):
         self.sqs, self.ddb, lam = c["sqs"], c["dynamodb"], c["lambda"]
@@ -511,6 +514,8 @@ class LedgerRun:
         step("payment ledger: sending a refund of pay-e2 before its capture")
         self.send([payment("PaymentRefunded", "evt-ref-e1", "pay-e2", "acct-e1", 200, "ref-e1")])
 
+    OVER_REFUND = payment("PaymentRefunded", "evt-ref-e2", "pay-e1", "acct-e1", 2000, "ref-e2")
+
     def send_rest(self):
         step("payment ledger: sending captures (one re-published), and a refund beyond its capture")
         cap = payment("PaymentCaptured", "evt-pay-e1", "pay-e1", "acct-e1", 1000)
@@ -518,7 +523,7 @@ class LedgerRun:
             cap,
             cap.replace("evt-pay-e1", "evt-pay-e1-republished"),
             payment("PaymentCaptured", "evt-pay-e2", "pay-e2", "acct-e1", 500),
-            payment("PaymentRefunded", "evt-ref-e2", "pay-e1", "acct-e1", 2000, "ref-e2"),
+            self.OVER_REFUND,
         ])
 
     def check(self, checks, timeout):
@@ -526,18 +531,49 @@ class LedgerRun:
             v, nv, d = queue_counts(self.sqs, self.qurl)
             return v + nv + d == 0, f"payment queue visible={v} in flight={nv} delayed={d}"
         wait_until("the payment queue to drain", timeout, drained, interval=1)
+        # Only now is acct-e1 certainly open in INR: sent earlier, the USD
+        # capture might have been processed first and opened it in USD.
+        step("payment ledger: sending a USD capture for acct-e1 (INR), and the over-refund again")
+        self.send([
+            payment("PaymentCaptured", "evt-pay-e3", "pay-e3", "acct-e1", 700, currency="USD"),
+            self.OVER_REFUND,
+        ])
+        wait_until("the payment queue to drain again", timeout, drained, interval=1)
         acct = self.ddb.get_item(TableName=self.accounts, Key={"account_id": {"S": "acct-e1"}},
                                  ConsistentRead=True).get("Item", {})
         got = (acct.get("balance", {}).get("N"), acct.get("entry_count", {}).get("N"))
         checks.check(got == ("1300", "3"),
                      "payment ledger: acct-e1 balance 1300 (1000 + 500 - 200) over 3 entries: the duplicate "
-                     "added nothing, the early refund applied once its capture had, the over-refund was rejected",
+                     "added nothing, the early refund applied once its capture had, the over-refund and the USD "
+                     "capture were parked, not posted",
                      f"got balance/entry_count {got}")
-        entries = sorted(i["entry_id"]["S"] for i in
-                         self.ddb.scan(TableName=self.ledger, ConsistentRead=True)["Items"])
-        checks.check(entries == ["pay:pay-e1", "pay:pay-e2", "refund:ref-e1"],
-                     "payment ledger: entries pay:pay-e1, pay:pay-e2, refund:ref-e1 (no refund:ref-e2)",
+        items = {i["entry_id"]["S"]: i for i in
+                 self.ddb.scan(TableName=self.ledger, ConsistentRead=True)["Items"]}
+        entries = sorted(items)
+        want = ["pay:pay-e1", "pay:pay-e2", "refund:ref-e1", "suspense:pay:pay-e3", "suspense:refund:ref-e2"]
+        checks.check(entries == want,
+                     "payment ledger: entries pay:pay-e1, pay:pay-e2, refund:ref-e1 and one suspense entry each "
+                     "for the over-refund and the USD capture (no refund:ref-e2, no pay:pay-e3, the over-refund "
+                     "sent twice parked once)",
                      f"got {entries}")
+
+        def fields(entry_id, keys):
+            item = items.get(entry_id, {})
+            return {k: next(iter(item[k].values())) if k in item else None for k in keys}
+        got = fields("suspense:refund:ref-e2", ["event_id", "event_type", "payment_id", "refund_id", "account_id",
+                                                "amount", "currency", "suspense_reason", "capture_refundable"])
+        want = {"event_id": "evt-ref-e2", "event_type": "PaymentRefunded", "payment_id": "pay-e1",
+                "refund_id": "ref-e2", "account_id": "acct-e1", "amount": "2000", "currency": "INR",
+                "suspense_reason": "over-refund", "capture_refundable": "1000"}
+        checks.check(got == want, "payment ledger: the over-refund's suspense entry holds the event and its reason",
+                     f"got {got}")
+        got = fields("suspense:pay:pay-e3", ["event_id", "event_type", "payment_id", "account_id", "amount",
+                                             "currency", "suspense_reason", "account_currency"])
+        want = {"event_id": "evt-pay-e3", "event_type": "PaymentCaptured", "payment_id": "pay-e3",
+                "account_id": "acct-e1", "amount": "700", "currency": "USD",
+                "suspense_reason": "currency-mismatch", "account_currency": "INR"}
+        checks.check(got == want, "payment ledger: the USD capture's suspense entry holds the event and its reason",
+                     f"got {got}")
         v, nv, _ = queue_counts(self.sqs, self.dlq)
         checks.check(v + nv == 0, "payment ledger: its DLQ is empty", f"{v + nv} message(s)")
 

@@ -5,6 +5,13 @@
 //! = ALL_OLD` a failed condition also carries the item it was checked against.
 //! The adapter turns those into a [`Cancellation`]; [`classify_cancellation`]
 //! reads it index by index, most decisive first.
+//!
+//! An event the ledger cannot post (a refund beyond its capture, a currency
+//! other than the account's) describes money that moved at the provider, so
+//! it is never simply dropped: it is parked in a suspense entry
+//! ([`Decision::Park`]) and acknowledged only once that entry is written.
+//! [`classify_park_refusal`] reads the stored item when the suspense entry
+//! already exists.
 
 use tracing::Level;
 
@@ -60,13 +67,47 @@ pub struct Cancellation {
     pub account: Reason<AccountSnapshot>,
 }
 
-/// Why a refund is refused for good. Acknowledged, logged at WARN, counted.
+/// Why an event cannot be posted. It is parked in a suspense entry with
+/// these facts (what an operator needs to resolve it), then acknowledged,
+/// logged at WARN, counted and alarmed on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejection {
+pub enum SuspenseReason {
     /// The refund is larger than what is left of its capture.
     OverRefund { refundable: i128, requested: u64 },
     /// The account holds another currency.
     CurrencyMismatch { account_currency: String },
+}
+
+impl SuspenseReason {
+    /// The reason as stored in the suspense entry.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SuspenseReason::OverRefund { .. } => "over-refund",
+            SuspenseReason::CurrencyMismatch { .. } => "currency-mismatch",
+        }
+    }
+}
+
+/// A suspense entry as stored (the fields classification needs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuspenseSnapshot {
+    pub account_id: String,
+    /// The event's amount as sent (unsigned: nothing was posted).
+    pub amount: i128,
+    pub currency: String,
+    pub payment_id: String,
+    /// Which write created it (see [`classify_park_refusal`]).
+    pub attempt: String,
+}
+
+/// What a cancelled transaction asks the ledger to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing more to write: this is the record's outcome.
+    Settled(LedgerOutcome),
+    /// The event can never be posted: park it in suspense, and acknowledge
+    /// it only once the suspense entry is written.
+    Park(SuspenseReason),
 }
 
 /// A producer bug: the same business id with different content.
@@ -76,6 +117,8 @@ pub enum LedgerConflict {
     EntryDiffers,
     /// The refund names a capture of another account or currency.
     RefundDoesNotMatchCapture,
+    /// The event is already parked in suspense with other content.
+    SuspenseDiffers,
 }
 
 /// What happened to one ledger record.
@@ -84,11 +127,13 @@ pub enum LedgerOutcome {
     /// The transaction committed (or was an SDK-retried / redelivered copy
     /// of one that had, within DynamoDB's 10-minute token window).
     Applied,
-    /// The entry already exists with the same content.
+    /// The entry (or the suspense entry) already exists with the same content.
     Duplicate,
     /// A refund whose capture is not recorded yet: retry later.
     Early,
-    Rejected(Rejection),
+    /// The event cannot be posted and is now parked in its suspense entry
+    /// (written by this attempt).
+    Suspended(SuspenseReason),
     Conflict(LedgerConflict),
     Invalid(ParseError),
     Failed(StoreError),
@@ -100,7 +145,7 @@ impl LedgerOutcome {
         "Applied",
         "Duplicate",
         "Early",
-        "Rejected",
+        "Suspended",
         "Conflict",
         "Invalid",
         "Failed",
@@ -112,21 +157,29 @@ impl std::fmt::Display for LedgerOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LedgerOutcome::Applied => f.write_str("Applied"),
-            LedgerOutcome::Duplicate => f.write_str("Duplicate: the entry is already recorded"),
+            LedgerOutcome::Duplicate => {
+                f.write_str("Duplicate: already recorded (as an entry or in suspense)")
+            }
             LedgerOutcome::Early => f.write_str("Early: the refund's capture is not recorded yet"),
             // Amounts are payment data: they stay out of the log line (the
             // variant keeps them for callers and tests).
-            LedgerOutcome::Rejected(Rejection::OverRefund { .. }) => {
-                f.write_str("Rejected: the refund exceeds what is left on its capture")
-            }
-            LedgerOutcome::Rejected(Rejection::CurrencyMismatch { account_currency }) => {
-                write!(f, "Rejected: the account is in {account_currency}")
+            LedgerOutcome::Suspended(SuspenseReason::OverRefund { .. }) => f.write_str(
+                "Suspended: the refund exceeds what is left on its capture; parked in suspense",
+            ),
+            LedgerOutcome::Suspended(SuspenseReason::CurrencyMismatch { account_currency }) => {
+                write!(
+                    f,
+                    "Suspended: the account is in {account_currency}; parked in suspense"
+                )
             }
             LedgerOutcome::Conflict(LedgerConflict::EntryDiffers) => {
                 f.write_str("Conflict: the entry exists with different content")
             }
             LedgerOutcome::Conflict(LedgerConflict::RefundDoesNotMatchCapture) => {
                 f.write_str("Conflict: the refund's account or currency differs from its capture")
+            }
+            LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers) => {
+                f.write_str("Conflict: the event is already parked in suspense with other content")
             }
             LedgerOutcome::Invalid(e) => write!(f, "Invalid: {e}"),
             LedgerOutcome::Failed(e) => write!(f, "Failed: {e}"),
@@ -155,12 +208,13 @@ impl Verdict for LedgerOutcome {
         LedgerOutcome::Failed(error)
     }
 
-    /// Only a committed entry, a proven duplicate, or a refund that can
-    /// never apply may be deleted from the queue.
+    /// Only what is durably recorded may be deleted from the queue: a
+    /// committed entry, a proven duplicate (of an entry or a suspense
+    /// entry), or an event now parked in its suspense entry.
     fn acknowledge(&self) -> bool {
         matches!(
             self,
-            LedgerOutcome::Applied | LedgerOutcome::Duplicate | LedgerOutcome::Rejected(_)
+            LedgerOutcome::Applied | LedgerOutcome::Duplicate | LedgerOutcome::Suspended(_)
         )
     }
 
@@ -169,7 +223,7 @@ impl Verdict for LedgerOutcome {
             LedgerOutcome::Applied => "Applied",
             LedgerOutcome::Duplicate => "Duplicate",
             LedgerOutcome::Early => "Early",
-            LedgerOutcome::Rejected(_) => "Rejected",
+            LedgerOutcome::Suspended(_) => "Suspended",
             LedgerOutcome::Conflict(_) => "Conflict",
             LedgerOutcome::Invalid(_) => "Invalid",
             LedgerOutcome::Failed(_) => "Failed",
@@ -188,7 +242,7 @@ impl Verdict for LedgerOutcome {
     fn level(&self) -> Level {
         match self {
             LedgerOutcome::Applied | LedgerOutcome::Duplicate | LedgerOutcome::Early => Level::INFO,
-            LedgerOutcome::Rejected(_) | LedgerOutcome::NotAttempted(_) => Level::WARN,
+            LedgerOutcome::Suspended(_) | LedgerOutcome::NotAttempted(_) => Level::WARN,
             LedgerOutcome::Failed(e) if e.is_retryable() => Level::WARN,
             LedgerOutcome::Failed(_) | LedgerOutcome::Conflict(_) | LedgerOutcome::Invalid(_) => {
                 Level::ERROR
@@ -208,7 +262,8 @@ fn same_entry(ev: &LedgerEvent, stored: &EntrySnapshot) -> bool {
 }
 
 /// Decide what a cancelled transaction means for `ev`.
-pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> LedgerOutcome {
+pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
+    let settled = Decision::Settled;
     // Contention and throttling first: the other reasons may be incomplete
     // (DynamoDB reports `None` for items it did not get to), so the only
     // safe reading is "retry".
@@ -221,20 +276,20 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> LedgerOutcom
     .flatten()
     .next()
     {
-        return LedgerOutcome::Failed(t);
+        return settled(LedgerOutcome::Failed(t));
     }
 
     // 1. The entry: its id is the idempotency key.
     match &c.entry {
         Reason::ConditionFailed(Some(stored)) => {
-            return if same_entry(ev, stored) {
+            return settled(if same_entry(ev, stored) {
                 LedgerOutcome::Duplicate
             } else {
                 LedgerOutcome::Conflict(LedgerConflict::EntryDiffers)
-            };
+            });
         }
         Reason::ConditionFailed(None) => {
-            return LedgerOutcome::Failed(StoreError::RefusedWithoutItem);
+            return settled(LedgerOutcome::Failed(StoreError::RefusedWithoutItem));
         }
         _ => {}
     }
@@ -244,33 +299,42 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> LedgerOutcom
         (&ev.movement, &c.capture)
     {
         let Some(capture) = found else {
-            return LedgerOutcome::Early;
+            return settled(LedgerOutcome::Early);
         };
         if capture.account_id != ev.account_id.as_str() || capture.currency != ev.currency.as_str()
         {
-            return LedgerOutcome::Conflict(LedgerConflict::RefundDoesNotMatchCapture);
+            return settled(LedgerOutcome::Conflict(
+                LedgerConflict::RefundDoesNotMatchCapture,
+            ));
         }
         let refundable = capture.refundable.unwrap_or(0);
         if refundable < i128::from(ev.amount.get()) {
-            return LedgerOutcome::Rejected(Rejection::OverRefund {
+            // What is left on a capture only ever shrinks: this refund can
+            // never be posted, and the money did leave at the provider.
+            return Decision::Park(SuspenseReason::OverRefund {
                 refundable,
                 requested: ev.amount.get(),
             });
         }
-        return LedgerOutcome::Failed(StoreError::InconsistentRefusal);
+        return settled(LedgerOutcome::Failed(StoreError::InconsistentRefusal));
     }
 
     // 3. The account: same currency (or, for a capture, a new account).
     match &c.account {
+        // An account's currency never changes once set.
         Reason::ConditionFailed(Some(account)) if account.currency != ev.currency.as_str() => {
-            LedgerOutcome::Rejected(Rejection::CurrencyMismatch {
+            Decision::Park(SuspenseReason::CurrencyMismatch {
                 account_currency: account.currency.clone(),
             })
         }
-        Reason::ConditionFailed(Some(_)) => LedgerOutcome::Failed(StoreError::InconsistentRefusal),
+        Reason::ConditionFailed(Some(_)) => {
+            settled(LedgerOutcome::Failed(StoreError::InconsistentRefusal))
+        }
         // A refund's account is created by its capture; if the capture
         // exists and the account does not, something else is wrong.
-        Reason::ConditionFailed(None) => LedgerOutcome::Failed(StoreError::RefusedWithoutItem),
+        Reason::ConditionFailed(None) => {
+            settled(LedgerOutcome::Failed(StoreError::RefusedWithoutItem))
+        }
         _ => {
             let code = [
                 other_code(&c.entry),
@@ -281,9 +345,45 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> LedgerOutcom
             .flatten()
             .next()
             .unwrap_or_else(|| "TransactionCanceled".to_owned());
-            LedgerOutcome::Failed(StoreError::Client { code })
+            settled(LedgerOutcome::Failed(StoreError::Client { code }))
         }
     }
+}
+
+/// The suspense entry's Put (`attribute_not_exists`) was refused: the entry
+/// exists. `attempt` identifies this Put; `stored` is the item returned with
+/// `ALL_OLD`.
+///
+/// - Written by this very Put (its first attempt committed, the answer was
+///   lost, the SDK retried): the event is parked now, so it is `Suspended`
+///   and counted, like any other first parking.
+/// - The same event content (a redelivery, or a re-publish under a new
+///   eventId): already parked, `Duplicate`. The reason's facts are not
+///   compared: what is left on a capture may have shrunk since.
+/// - Other content under the same key: a producer bug, `Conflict`.
+pub fn classify_park_refusal(
+    ev: &LedgerEvent,
+    reason: SuspenseReason,
+    attempt: &str,
+    stored: Option<&SuspenseSnapshot>,
+) -> LedgerOutcome {
+    match stored {
+        None => LedgerOutcome::Failed(StoreError::RefusedWithoutItem),
+        Some(s) if !same_suspense(ev, s) => {
+            LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers)
+        }
+        Some(s) if s.attempt == attempt => LedgerOutcome::Suspended(reason),
+        Some(_) => LedgerOutcome::Duplicate,
+    }
+}
+
+/// Does the suspense entry hold this event? The same fields as
+/// [`same_entry`], for the same reason: the key is the business id.
+fn same_suspense(ev: &LedgerEvent, stored: &SuspenseSnapshot) -> bool {
+    stored.account_id == ev.account_id.as_str()
+        && stored.amount == i128::from(ev.amount.get())
+        && stored.currency == ev.currency.as_str()
+        && stored.payment_id == ev.payment_id.as_str()
 }
 
 fn transient<T>(r: &Reason<T>) -> Option<StoreError> {
@@ -353,12 +453,15 @@ mod tests {
             None,
             Reason::Ok,
         );
-        assert_eq!(classify_cancellation(&c, &same), LedgerOutcome::Duplicate);
+        assert_eq!(
+            classify_cancellation(&c, &same),
+            Decision::Settled(LedgerOutcome::Duplicate)
+        );
         for other in [entry("a1", 499, Some(499)), entry("a2", 500, Some(500))] {
             let differs = cancel(Reason::ConditionFailed(Some(other)), None, Reason::Ok);
             assert_eq!(
                 classify_cancellation(&c, &differs),
-                LedgerOutcome::Conflict(LedgerConflict::EntryDiffers)
+                Decision::Settled(LedgerOutcome::Conflict(LedgerConflict::EntryDiffers))
             );
         }
         let r = refund(200);
@@ -367,14 +470,20 @@ mod tests {
             Some(Reason::ConditionFailed(Some(entry("a1", 500, Some(0))))),
             Reason::Ok,
         );
-        assert_eq!(classify_cancellation(&r, &same), LedgerOutcome::Duplicate);
+        assert_eq!(
+            classify_cancellation(&r, &same),
+            Decision::Settled(LedgerOutcome::Duplicate)
+        );
     }
 
     #[test]
-    fn refunds_are_early_rejected_or_conflicting_by_their_capture() {
+    fn refunds_are_early_parked_or_conflicting_by_their_capture() {
         let r = refund(200);
         let missing = cancel(Reason::Ok, Some(Reason::ConditionFailed(None)), Reason::Ok);
-        assert_eq!(classify_cancellation(&r, &missing), LedgerOutcome::Early);
+        assert_eq!(
+            classify_cancellation(&r, &missing),
+            Decision::Settled(LedgerOutcome::Early)
+        );
         let spent = cancel(
             Reason::Ok,
             Some(Reason::ConditionFailed(Some(entry("a1", 500, Some(100))))),
@@ -382,7 +491,7 @@ mod tests {
         );
         assert_eq!(
             classify_cancellation(&r, &spent),
-            LedgerOutcome::Rejected(Rejection::OverRefund {
+            Decision::Park(SuspenseReason::OverRefund {
                 refundable: 100,
                 requested: 200
             })
@@ -394,12 +503,14 @@ mod tests {
         );
         assert_eq!(
             classify_cancellation(&r, &elsewhere),
-            LedgerOutcome::Conflict(LedgerConflict::RefundDoesNotMatchCapture)
+            Decision::Settled(LedgerOutcome::Conflict(
+                LedgerConflict::RefundDoesNotMatchCapture
+            ))
         );
     }
 
     #[test]
-    fn a_currency_mismatch_is_rejected() {
+    fn a_currency_mismatch_is_parked() {
         let c = capture(500);
         let usd = cancel(
             Reason::Ok,
@@ -411,7 +522,7 @@ mod tests {
         );
         assert_eq!(
             classify_cancellation(&c, &usd),
-            LedgerOutcome::Rejected(Rejection::CurrencyMismatch {
+            Decision::Park(SuspenseReason::CurrencyMismatch {
                 account_currency: "USD".into()
             })
         );
@@ -427,7 +538,7 @@ mod tests {
         );
         assert!(matches!(
             classify_cancellation(&c, &conflict),
-            LedgerOutcome::Failed(StoreError::Server { .. })
+            Decision::Settled(LedgerOutcome::Failed(StoreError::Server { .. }))
         ));
         let throttled = cancel(
             Reason::Throttled {
@@ -438,7 +549,7 @@ mod tests {
         );
         assert!(matches!(
             classify_cancellation(&c, &throttled),
-            LedgerOutcome::Failed(StoreError::Throttled { .. })
+            Decision::Settled(LedgerOutcome::Failed(StoreError::Throttled { .. }))
         ));
         let odd = cancel(
             Reason::Other {
@@ -449,9 +560,9 @@ mod tests {
         );
         assert_eq!(
             classify_cancellation(&c, &odd),
-            LedgerOutcome::Failed(StoreError::Client {
+            Decision::Settled(LedgerOutcome::Failed(StoreError::Client {
                 code: "ValidationError".into()
-            })
+            }))
         );
     }
 
@@ -459,16 +570,128 @@ mod tests {
     fn only_settled_outcomes_are_acknowledged() {
         assert!(LedgerOutcome::Applied.acknowledge());
         assert!(LedgerOutcome::Duplicate.acknowledge());
+        // Acknowledged only because its suspense entry is written: the
+        // outcome exists only after the Put committed (see `Ledger::apply`).
         assert!(
-            LedgerOutcome::Rejected(Rejection::CurrencyMismatch {
+            LedgerOutcome::Suspended(SuspenseReason::CurrencyMismatch {
                 account_currency: "USD".into()
             })
             .acknowledge()
         );
+        assert!(!LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers).acknowledge());
         assert!(!LedgerOutcome::Early.acknowledge());
         assert!(!LedgerOutcome::Conflict(LedgerConflict::EntryDiffers).acknowledge());
         assert!(!LedgerOutcome::Failed(StoreError::Timeout).acknowledge());
         assert!(!LedgerOutcome::Invalid(ParseError::MissingBody).acknowledge());
         assert!(!LedgerOutcome::NotAttempted(Skip::Deadline).acknowledge());
+    }
+
+    fn parked(account: &str, amount: i128, currency: &str, attempt: &str) -> SuspenseSnapshot {
+        SuspenseSnapshot {
+            account_id: account.into(),
+            amount,
+            currency: currency.into(),
+            payment_id: "p1".into(),
+            attempt: attempt.into(),
+        }
+    }
+
+    #[test]
+    fn a_refused_suspense_entry_is_ours_a_duplicate_or_a_conflict_by_its_content() {
+        let over = SuspenseReason::OverRefund {
+            refundable: 100,
+            requested: 200,
+        };
+        let suspended = LedgerOutcome::Suspended(over.clone());
+        let differs = LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers);
+        let r = refund(200);
+        let cases: [(&str, Option<SuspenseSnapshot>, LedgerOutcome); 7] = [
+            // The SDK retried this very Put after its answer was lost.
+            ("ours", Some(parked("a1", 200, "INR", "this")), suspended),
+            // A redelivery (or a re-publish) of the parked event.
+            (
+                "redelivery",
+                Some(parked("a1", 200, "INR", "earlier")),
+                LedgerOutcome::Duplicate,
+            ),
+            (
+                "other amount",
+                Some(parked("a1", 201, "INR", "earlier")),
+                differs.clone(),
+            ),
+            (
+                "other account",
+                Some(parked("a2", 200, "INR", "earlier")),
+                differs.clone(),
+            ),
+            (
+                "other currency",
+                Some(parked("a1", 200, "USD", "earlier")),
+                differs.clone(),
+            ),
+            (
+                "other payment",
+                Some(SuspenseSnapshot {
+                    payment_id: "p2".into(),
+                    ..parked("a1", 200, "INR", "earlier")
+                }),
+                differs,
+            ),
+            (
+                "no item",
+                None,
+                LedgerOutcome::Failed(StoreError::RefusedWithoutItem),
+            ),
+        ];
+        for (name, stored, want) in cases {
+            assert_eq!(
+                classify_park_refusal(&r, over.clone(), "this", stored.as_ref()),
+                want,
+                "{name}"
+            );
+        }
+        // The reason's facts are not content: what is left on the capture
+        // may have shrunk between the parking and the redelivery.
+        let later = SuspenseReason::OverRefund {
+            refundable: 0,
+            requested: 200,
+        };
+        assert_eq!(
+            classify_park_refusal(
+                &r,
+                later,
+                "this",
+                Some(&parked("a1", 200, "INR", "earlier"))
+            ),
+            LedgerOutcome::Duplicate
+        );
+    }
+
+    #[test]
+    fn a_suspended_event_is_counted_and_logged_at_warn_without_its_amounts() {
+        let o = LedgerOutcome::Suspended(SuspenseReason::OverRefund {
+            refundable: 123_457,
+            requested: 987_654,
+        });
+        assert_eq!(o.label(), "Suspended");
+        assert!(LedgerOutcome::LABELS.contains(&"Suspended"));
+        assert_eq!(o.level(), Level::WARN);
+        let shown = o.to_string();
+        assert!(
+            !shown.contains("123457") && !shown.contains("987654"),
+            "{shown}"
+        );
+        assert!(shown.contains("parked in suspense"), "{shown}");
+        assert_eq!(
+            LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers).level(),
+            Level::ERROR
+        );
+        assert_eq!(
+            SuspenseReason::CurrencyMismatch {
+                account_currency: "USD".into()
+            }
+            .code(),
+            "currency-mismatch"
+        );
     }
 }

@@ -52,6 +52,13 @@ impl LedgerEvent {
         }
     }
 
+    /// Where an event that can never be posted is parked: its entry id under
+    /// `suspense:`, so that one payment or refund is parked at most once,
+    /// whichever eventId carries it (as its entry would be written once).
+    pub fn suspense_entry_id(&self) -> String {
+        format!("suspense:{}", self.entry_id())
+    }
+
     /// The capture entry a refund draws on (for a capture, its own entry).
     pub fn capture_entry_id(&self) -> String {
         capture_entry_id(self.payment_id.as_str())

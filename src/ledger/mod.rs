@@ -7,10 +7,17 @@
 //! TransactWriteItems**: the entry can be created only once, and the balance
 //! moves only if it is.
 //!
+//! An event that can never be posted (a refund beyond what is left of its
+//! capture, a capture in another currency than its account's) still
+//! describes money that moved at the provider. It is parked in a suspense
+//! entry (`suspense:{entry id}`, same table) with one conditional Put, and
+//! acknowledged only once that entry is written: nothing leaves the queue
+//! without a durable record.
+//!
 //! - [`event`]: the wire contract, parsed into a validated [`LedgerEvent`].
 //! - [`domain`]: [`LedgerOutcome`] and the classification of a cancelled
-//!   transaction from its reasons. Pure.
-//! - [`store`]: the adapter that builds the transaction.
+//!   transaction from its reasons, and of a refused suspense Put. Pure.
+//! - [`store`]: the adapter that builds the transaction and the suspense Put.
 //! - [`Ledger`] (here): the [`Handler`] the shared batch machinery runs;
 //!   [`LedgerConsumer`]: the Lambda function.
 
@@ -26,10 +33,11 @@ use tracing::{Span, field};
 use crate::batch::{self, BatchReport, Cx, Handler, Settings};
 use crate::config::{ConfigError, Runtime, required};
 use crate::event::ParseError;
+use domain::Decision;
 pub use domain::LedgerOutcome;
 pub use event::LedgerEvent;
 use event::{Movement, parse_ledger_body};
-use store::{LedgerStore, Txn};
+use store::{LedgerStore, Parked, Txn};
 
 /// The ledger's record handling.
 #[derive(Debug)]
@@ -81,9 +89,21 @@ impl Handler for Ledger {
     }
 
     async fn apply(&self, ev: &LedgerEvent, _cx: &Cx) -> LedgerOutcome {
-        match self.store.apply(ev).await {
-            Ok(Txn::Committed) => LedgerOutcome::Applied,
-            Ok(Txn::Cancelled(c)) => domain::classify_cancellation(ev, &c),
+        let reason = match self.store.apply(ev).await {
+            Ok(Txn::Committed) => return LedgerOutcome::Applied,
+            Ok(Txn::Cancelled(c)) => match domain::classify_cancellation(ev, &c) {
+                Decision::Settled(outcome) => return outcome,
+                Decision::Park(reason) => reason,
+            },
+            Err(e) => return LedgerOutcome::Failed(e),
+        };
+        // Only once the suspense entry exists may the record be
+        // acknowledged; a failed Put is a failed record, retried by SQS.
+        match self.store.park(ev, &reason).await {
+            Ok(Parked::Written) => LedgerOutcome::Suspended(reason),
+            Ok(Parked::Refused { attempt, stored }) => {
+                domain::classify_park_refusal(ev, reason, &attempt, stored.as_ref())
+            }
             Err(e) => LedgerOutcome::Failed(e),
         }
     }

@@ -7,11 +7,19 @@
 //! Every item asks for `ReturnValuesOnConditionCheckFailure = ALL_OLD`, so a
 //! cancelled transaction is classified from the items that caused it, with
 //! no second read.
+//!
+//! An event that can never be posted is parked with one conditional PutItem
+//! of its suspense entry ([`LedgerStore::park`]) in the same table, under
+//! `suspense:{entry id}`: written once, atomically, and read back from the
+//! refusal (`ALL_OLD`) when it already exists.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
@@ -19,7 +27,9 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::error::StoreError;
-use crate::ledger::domain::{AccountSnapshot, Cancellation, EntrySnapshot, Reason};
+use crate::ledger::domain::{
+    AccountSnapshot, Cancellation, EntrySnapshot, Reason, SuspenseReason, SuspenseSnapshot,
+};
 use crate::ledger::event::{LedgerEvent, Movement};
 use crate::store::{by_code, transport_error};
 
@@ -33,6 +43,19 @@ pub const ACCOUNT_KEY: &str = "account_id";
 pub enum Txn {
     Committed,
     Cancelled(Box<Cancellation>),
+}
+
+/// What DynamoDB said to a suspense entry's Put.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parked {
+    Written,
+    /// The suspense entry exists. `attempt` is the id this Put wrote (so the
+    /// classification can recognise an SDK retry of a Put that committed);
+    /// `stored` the item DynamoDB returned, if any.
+    Refused {
+        attempt: String,
+        stored: Option<SuspenseSnapshot>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +93,64 @@ impl LedgerStore {
         match result {
             Ok(_) => Ok(Txn::Committed),
             Err(err) => map_error(ev, err),
+        }
+    }
+
+    /// Park `ev` in its suspense entry: the event's fields, why it cannot be
+    /// posted and the facts needed to resolve it. One conditional Put, so
+    /// the entry is written whole or not at all, and only once.
+    pub async fn park(
+        &self,
+        ev: &LedgerEvent,
+        reason: &SuspenseReason,
+    ) -> Result<Parked, StoreError> {
+        let attempt = attempt_id();
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: i128| AttributeValue::N(v.to_string());
+        let parked_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let mut item: Item = HashMap::from([
+            (ENTRY_KEY.to_owned(), s(&ev.suspense_entry_id())),
+            ("event_id".to_owned(), s(ev.event_id.as_str())),
+            ("event_type".to_owned(), s(ev.type_name())),
+            ("payment_id".to_owned(), s(ev.payment_id.as_str())),
+            ("account_id".to_owned(), s(ev.account_id.as_str())),
+            // As sent, unsigned: unlike an entry's, it moved no balance.
+            ("amount".to_owned(), n(i128::from(ev.amount.get()))),
+            ("currency".to_owned(), s(ev.currency.as_str())),
+            ("occurred_at".to_owned(), s(ev.occurred_at.as_str())),
+            ("suspense_reason".to_owned(), s(reason.code())),
+            (
+                "parked_at".to_owned(),
+                AttributeValue::N(parked_at.to_string()),
+            ),
+            ("parked_attempt".to_owned(), s(&attempt)),
+        ]);
+        if let Movement::Refunded { refund_id } = &ev.movement {
+            item.insert("refund_id".to_owned(), s(refund_id.as_str()));
+        }
+        match reason {
+            SuspenseReason::OverRefund { refundable, .. } => {
+                item.insert("capture_refundable".to_owned(), n(*refundable));
+            }
+            SuspenseReason::CurrencyMismatch { account_currency } => {
+                item.insert("account_currency".to_owned(), s(account_currency));
+            }
+        }
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.ledger_table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(entry_id)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Parked::Written),
+            Err(err) => map_put_error(err).map(|stored| Parked::Refused { attempt, stored }),
         }
     }
 
@@ -195,6 +276,50 @@ fn map_error(ev: &LedgerEvent, err: SdkError<TransactWriteItemsError>) -> Result
     Err(mapped)
 }
 
+/// Map a failed suspense Put: a refused condition to the stored entry (or
+/// `None` if DynamoDB sent none back), everything else to a [`StoreError`].
+fn map_put_error(err: SdkError<PutItemError>) -> Result<Option<SuspenseSnapshot>, StoreError> {
+    let mapped = match &err {
+        SdkError::ServiceError(ctx) => {
+            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
+            match ctx.err() {
+                PutItemError::ConditionalCheckFailedException(e) => {
+                    return e.item().map(suspense_snapshot).transpose();
+                }
+                PutItemError::ProvisionedThroughputExceededException(_)
+                | PutItemError::RequestLimitExceeded(_)
+                | PutItemError::ThrottlingException(_) => StoreError::Throttled { code },
+                PutItemError::ResourceNotFoundException(_) => StoreError::TableNotFound,
+                PutItemError::InternalServerError(_)
+                | PutItemError::TransactionConflictException(_)
+                | PutItemError::ReplicatedWriteConflictException(_) => StoreError::Server { code },
+                _ => by_code(code, ctx.raw().status().as_u16()),
+            }
+        }
+        other => transport_error(other),
+    };
+    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "suspense PutItem failed");
+    Err(mapped)
+}
+
+/// A unique id for one suspense Put (the SDK re-sends the same request on
+/// its retries, so they share it): process start, pid and a counter.
+fn attempt_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static STARTED: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    let started = STARTED.get_or_init(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    });
+    format!(
+        "{started:x}-{:x}-{:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 fn cancellation(
     ev: &LedgerEvent,
     reasons: &[CancellationReason],
@@ -251,6 +376,18 @@ fn entry_snapshot(item: &Item) -> Result<EntrySnapshot, StoreError> {
             .contains_key("refundable")
             .then(|| number(item, "refundable"))
             .transpose()?,
+    })
+}
+
+fn suspense_snapshot(item: &Item) -> Result<SuspenseSnapshot, StoreError> {
+    Ok(SuspenseSnapshot {
+        account_id: text(item, "account_id")?,
+        amount: number(item, "amount")?,
+        currency: text(item, "currency")?,
+        payment_id: text(item, "payment_id")?,
+        // Only used to recognise this Put's own retry: an entry an operator
+        // rewrote without it is simply not ours.
+        attempt: text(item, "parked_attempt").unwrap_or_default(),
     })
 }
 

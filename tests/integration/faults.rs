@@ -28,6 +28,42 @@ pub enum Fault {
     Body(u16, &'static str),
     /// Accept the request and never answer.
     Hang,
+    /// Answer by operation (the `X-Amz-Target` suffix): (operation, HTTP
+    /// status, exact JSON body); other operations get a 400 ValidationException.
+    ByOperation(&'static [(&'static str, u16, &'static str)]),
+}
+
+/// What the faulty server answers to a request with this head; None: hang.
+fn answer(fault: Fault, head: &str) -> Option<(u16, String)> {
+    let error = |kind: &str| {
+        format!(
+            r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected {kind}"}}"#
+        )
+    };
+    match fault {
+        Fault::Hang => None,
+        Fault::Body(status, body) => Some((status, body.to_owned())),
+        Fault::Error(status, kind) => Some((status, error(kind))),
+        Fault::ByOperation(routes) => {
+            let op = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.trim()
+                        .eq_ignore_ascii_case("x-amz-target")
+                        .then(|| v.trim())
+                })
+                .and_then(|t| t.rsplit('.').next())
+                .unwrap_or("");
+            Some(
+                routes
+                    .iter()
+                    .find(|(o, _, _)| *o == op)
+                    .map(|(_, status, body)| (*status, (*body).to_owned()))
+                    .unwrap_or_else(|| (400, error("ValidationException"))),
+            )
+        }
+    }
 }
 
 /// Serve `fault` on 127.0.0.1:0; returns the URL and a request counter.
@@ -42,34 +78,20 @@ pub async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 loop {
-                    if read_request(&mut sock, &mut buf).await.is_none() {
+                    let Some(head) = read_request(&mut sock, &mut buf).await else {
                         return;
-                    }
+                    };
                     counter.fetch_add(1, Ordering::SeqCst);
-                    match fault {
-                        Fault::Hang => {
-                            tokio::time::sleep(Duration::from_secs(3600)).await;
-                            return;
-                        }
-                        Fault::Error(_, _) | Fault::Body(_, _) => {
-                            let (status, body) = match fault {
-                                Fault::Body(status, body) => (status, body.to_owned()),
-                                Fault::Error(status, kind) => (
-                                    status,
-                                    format!(
-                                        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected {kind}"}}"#
-                                    ),
-                                ),
-                                Fault::Hang => unreachable!("handled above"),
-                            };
-                            let resp = format!(
-                                "HTTP/1.1 {status} Injected\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: test\r\nContent-Length: {}\r\n\r\n{body}",
-                                body.len()
-                            );
-                            if sock.write_all(resp.as_bytes()).await.is_err() {
-                                return;
-                            }
-                        }
+                    let Some((status, body)) = answer(fault, &head) else {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        return;
+                    };
+                    let resp = format!(
+                        "HTTP/1.1 {status} Injected\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: test\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if sock.write_all(resp.as_bytes()).await.is_err() {
+                        return;
                     }
                 }
             });

@@ -4,8 +4,13 @@
 
 use order_consumer::batch::Verdict;
 use order_consumer::error::StoreError;
-use order_consumer::ledger::domain::{LedgerConflict, Rejection};
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use order_consumer::ledger::domain::{LedgerConflict, SuspenseReason};
 use order_consumer::ledger::{LedgerConsumer, LedgerOutcome};
+
+use serde_json::json;
 
 use crate::faults::{Fault, faulty_dynamodb};
 use crate::support::*;
@@ -113,57 +118,243 @@ async fn a_refund_and_its_capture_in_one_batch_apply_capture_first() {
     assert_eq!(db.account("a1").await, Some((300, 2, "INR".into())));
 }
 
+/// The suspense entry of `entry_id`, with the event's fields and the
+/// reason, and the attributes it must hold whatever the event.
+async fn suspense(db: &LedgerDb, entry_id: &str) -> HashMap<String, AttributeValue> {
+    let item = db
+        .entry(&format!("suspense:{entry_id}"))
+        .await
+        .unwrap_or_else(|| panic!("no suspense entry for {entry_id}"));
+    for k in ["parked_at", "parked_attempt"] {
+        assert!(item.contains_key(k), "{k} missing: {item:?}");
+    }
+    item
+}
+
+fn fields(item: &HashMap<String, AttributeValue>, keys: &[&str]) -> Vec<(String, String)> {
+    keys.iter().map(|k| (k.to_string(), s(item, k))).collect()
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[tokio::test]
-async fn refunds_beyond_the_capture_are_rejected_and_change_nothing() {
+async fn a_refund_beyond_its_capture_is_parked_in_suspense_then_acknowledged() {
     let db = LedgerDb::new().await;
     let l = db.consumer();
     run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 500)])).await;
+    let over = refunded("e3", "p1", "r2", "a1", 300);
     let (report, response) = l
         .handle_batch(
-            &batch_of(&[
-                refunded("e2", "p1", "r1", "a1", 300),
-                refunded("e3", "p1", "r2", "a1", 300),
-            ]),
+            &batch_of(&[refunded("e2", "p1", "r1", "a1", 300), over.clone()]),
             far_deadline(),
         )
         .await;
     assert_eq!(report.records[0].outcome, LedgerOutcome::Applied);
     assert_eq!(
         report.records[1].outcome,
-        LedgerOutcome::Rejected(Rejection::OverRefund {
+        LedgerOutcome::Suspended(SuspenseReason::OverRefund {
             refundable: 200,
             requested: 300
         })
     );
-    assert!(
-        failed_ids(&response.expect("partial response")).is_empty(),
-        "a rejected refund is acknowledged"
+    // Acknowledged, and by now its suspense entry holds the whole event.
+    assert!(failed_ids(&response.expect("partial response")).is_empty());
+    let item = suspense(&db, "refund:r2").await;
+    let keys = [
+        "entry_id",
+        "event_id",
+        "event_type",
+        "payment_id",
+        "refund_id",
+        "account_id",
+        "amount",
+        "currency",
+        "occurred_at",
+        "suspense_reason",
+        "capture_refundable",
+    ];
+    assert_eq!(
+        fields(&item, &keys),
+        owned(&[
+            ("entry_id", "suspense:refund:r2"),
+            ("event_id", "e3"),
+            ("event_type", "PaymentRefunded"),
+            ("payment_id", "p1"),
+            ("refund_id", "r2"),
+            ("account_id", "a1"),
+            ("amount", "300"),
+            ("currency", "INR"),
+            ("occurred_at", "2026-11-29T10:15:00Z"),
+            ("suspense_reason", "over-refund"),
+            ("capture_refundable", "200"),
+        ])
     );
+    assert_eq!(item.len(), keys.len() + 2, "{item:?}");
+    // Nothing was posted: the balance, the capture and the entries are as
+    // the one applied refund left them.
     assert_eq!(db.account("a1").await, Some((200, 2, "INR".into())));
+    assert_eq!(
+        s(&db.entry("pay:p1").await.expect("capture"), "refundable"),
+        "200"
+    );
     assert!(db.entry("refund:r2").await.is_none());
+    assert_eq!(db.entries().await.len(), 3, "capture, refund, one suspense");
     let counts = order_consumer::metrics::OutcomeCounts::tally(report.outcomes());
-    assert_eq!(counts.get("Rejected"), 1);
+    assert_eq!(counts.get("Suspended"), 1);
+
+    // SQS redelivers it, and the producer re-publishes it under a new
+    // eventId: both find the same suspense entry, so Duplicate, acknowledged,
+    // with no second entry and no balance move.
+    for copy in [over.clone(), {
+        let mut v = over.clone();
+        v["eventId"] = json!("e3-republished");
+        v
+    }] {
+        let (labels, failed) = run_ledger(&l, &batch_of(&[copy])).await;
+        assert_eq!(labels, ["Duplicate"]);
+        assert!(failed.is_empty());
+    }
+    assert_eq!(db.entries().await.len(), 3);
+    assert_eq!(s(&suspense(&db, "refund:r2").await, "event_id"), "e3");
+    assert_eq!(db.account("a1").await, Some((200, 2, "INR".into())));
 }
 
 #[tokio::test]
-async fn a_capture_in_another_currency_than_the_account_is_rejected() {
+async fn a_capture_in_another_currency_than_the_account_is_parked_in_suspense() {
     let db = LedgerDb::new().await;
     let l = db.consumer();
     run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 500)])).await;
     let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
-    let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
+    let (report, response) = l
+        .handle_batch(&batch_of(std::slice::from_ref(&usd)), far_deadline())
+        .await;
     assert_eq!(
         report.records[0].outcome,
-        LedgerOutcome::Rejected(Rejection::CurrencyMismatch {
+        LedgerOutcome::Suspended(SuspenseReason::CurrencyMismatch {
             account_currency: "INR".into()
         })
     );
     assert!(failed_ids(&response.expect("partial response")).is_empty());
-    assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
-    assert!(
-        db.entry("pay:p2").await.is_none(),
-        "the transaction wrote nothing"
+    let item = suspense(&db, "pay:p2").await;
+    let keys = [
+        "entry_id",
+        "event_id",
+        "event_type",
+        "payment_id",
+        "account_id",
+        "amount",
+        "currency",
+        "occurred_at",
+        "suspense_reason",
+        "account_currency",
+    ];
+    assert_eq!(
+        fields(&item, &keys),
+        owned(&[
+            ("entry_id", "suspense:pay:p2"),
+            ("event_id", "e2"),
+            ("event_type", "PaymentCaptured"),
+            ("payment_id", "p2"),
+            ("account_id", "a1"),
+            ("amount", "100"),
+            ("currency", "USD"),
+            ("occurred_at", "2026-11-29T10:15:00Z"),
+            ("suspense_reason", "currency-mismatch"),
+            ("account_currency", "INR"),
+        ])
     );
+    assert_eq!(
+        item.len(),
+        keys.len() + 2,
+        "no refund_id on a capture: {item:?}"
+    );
+    assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
+    assert!(db.entry("pay:p2").await.is_none(), "nothing posted");
+
+    let (labels, failed) = run_ledger(&l, &batch_of(&[usd])).await;
+    assert_eq!(labels, ["Duplicate"], "the redelivery of a parked capture");
+    assert!(failed.is_empty());
+    assert_eq!(db.entries().await.len(), 2, "the capture and one suspense");
+    assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
+}
+
+#[tokio::test]
+async fn a_parked_event_with_other_content_is_a_conflict_and_not_acknowledged() {
+    let db = LedgerDb::new().await;
+    let l = db.consumer();
+    run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 500)])).await;
+    let (labels, _) = run_ledger(
+        &l,
+        &batch_of(&[
+            refunded("e3", "p1", "r2", "a1", 600),
+            payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD"),
+        ]),
+    )
+    .await;
+    assert_eq!(labels, ["Suspended", "Suspended"]);
+    let before = db.entries().await;
+
+    // The same eventIds (and payment / refund) with another amount.
+    let (report, response) = l
+        .handle_batch(
+            &batch_of(&[
+                refunded("e3", "p1", "r2", "a1", 700),
+                payment("PaymentCaptured", "e2", "p2", None, "a1", 101, "USD"),
+            ]),
+            far_deadline(),
+        )
+        .await;
+    for r in &report.records {
+        assert_eq!(
+            r.outcome,
+            LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers)
+        );
+    }
+    assert_eq!(
+        failed_ids(&response.expect("partial response")),
+        ["m-0", "m-1"]
+    );
+    let mut after = db.entries().await;
+    let mut before = before;
+    let key = |i: &HashMap<String, AttributeValue>| s(i, "entry_id");
+    before.sort_by_key(key);
+    after.sort_by_key(key);
+    assert_eq!(after, before, "the parked entries are untouched");
+    assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
+}
+
+/// The transaction is cancelled for a currency mismatch (as DynamoDB puts
+/// it on the wire), and the suspense Put fails: the record must not be
+/// acknowledged, and the SDK's retries of the Put are in force.
+#[tokio::test]
+async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
+    const CANCELLED: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Message":"The conditional request failed","Item":{"account_id":{"S":"a1"},"currency":{"S":"INR"},"balance":{"N":"500"},"entry_count":{"N":"1"}}}]}"#;
+    const PUT_FAILS: &str =
+        r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected"}"#;
+    let (url, requests) = faulty_dynamodb(Fault::ByOperation(&[
+        ("TransactWriteItems", 400, CANCELLED),
+        ("PutItem", 500, PUT_FAILS),
+    ]))
+    .await;
+    let l = LedgerConsumer::new(client_for(&url), test_ledger_config());
+    let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
+    let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
+    assert_eq!(
+        report.records[0].outcome,
+        LedgerOutcome::Failed(StoreError::Server {
+            code: "InternalServerError".into()
+        })
+    );
+    // Its only record failed on DynamoDB: the whole batch goes back.
+    assert!(response.is_err(), "acknowledged without a suspense entry");
+    // One cancelled transaction (not retried by the SDK), then the Put's
+    // three attempts.
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 4);
 }
 
 #[tokio::test]

@@ -220,18 +220,18 @@ async fn each_record_is_logged_once_at_its_level_with_its_ids_and_no_payload() {
 }
 
 #[tokio::test]
-async fn a_rejected_refund_is_logged_without_its_amounts() {
+async fn a_suspended_refund_is_logged_without_its_amounts() {
     let db = LedgerDb::new().await;
     let l = db.consumer();
     let logs = Captured::default();
     let _guard = logs.install();
     run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 987_654)])).await;
     let (labels, _) = run_ledger(&l, &batch_of(&[refunded("e2", "p1", "r1", "a1", 987_655)])).await;
-    assert_eq!(labels, ["Rejected"]);
+    assert_eq!(labels, ["Suspended"]);
     let rejected: Vec<Value> = logs
         .lines()
         .into_iter()
-        .filter(|l| l.pointer("/span/outcome") == Some(&json!("Rejected")))
+        .filter(|l| l.pointer("/span/outcome") == Some(&json!("Suspended")))
         .collect();
     assert_eq!(rejected.len(), 1);
     assert_eq!(rejected[0]["level"], json!("WARN"));

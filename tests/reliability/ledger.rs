@@ -5,8 +5,11 @@
 //! through the SQS simulator. Then, for every account:
 //! balance == the sum of its ledger entries == the sum expected from the
 //! distinct events; every entry exists exactly once; no capture is refunded
-//! beyond its amount; refunds that could never fit are rejected (no entry);
-//! the DLQ is empty; and no message was deleted before its entry existed.
+//! beyond its amount; every event that can never be posted (a refund larger
+//! than its capture, a capture in another currency than its account's) ends
+//! as exactly one suspense entry holding it, and no entry or balance move;
+//! the DLQ is empty; and no message was deleted before its entry (or, for an
+//! event that cannot be posted, its suspense entry) existed.
 //!
 //! `PROPTEST_CASES` (default 8) scales it; failing cases are kept in
 //! `ledger.proptest-regressions`.
@@ -34,6 +37,7 @@ struct Case {
     captures_per_account: usize,
     dup_rate: f64,
     impossible_rate: f64,
+    mismatch_rate: f64,
     batch_size: usize,
     functions: usize,
     lose_response: f64,
@@ -46,6 +50,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         1usize..=4,
         0.0f64..0.6,
         prop_oneof![Just(0.0f64), 0.0f64..0.3],
+        prop_oneof![Just(0.0f64), 0.0f64..0.5],
         1usize..=10,
         1usize..=3,
         prop_oneof![Just(0.0f64), 0.0f64..0.2],
@@ -57,6 +62,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 captures_per_account,
                 dup_rate,
                 impossible_rate,
+                mismatch_rate,
                 batch_size,
                 functions,
                 lose_response,
@@ -66,6 +72,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 captures_per_account,
                 dup_rate,
                 impossible_rate,
+                mismatch_rate,
                 batch_size,
                 functions,
                 lose_response,
@@ -78,7 +85,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 struct Sent {
     body: String,
     entry_id: String,
-    /// Refunds larger than their capture on their own: always rejected.
+    /// Can never be posted (a refund larger than its whole capture, a USD
+    /// capture for an INR account): parked in `suspense:{entry_id}`.
     impossible: bool,
 }
 
@@ -91,6 +99,11 @@ struct Expected {
     refunded: HashMap<String, i128>,
     /// account -> balance
     balances: HashMap<String, i128>,
+    /// suspense entry_id -> (event type, account, amount, currency, reason)
+    parked: HashMap<String, (String, String, i128, String, String)>,
+    /// Accounts opened in INR before the run, so that a USD capture is a
+    /// mismatch whatever the delivery order.
+    seeded: Vec<String>,
 }
 
 fn event(
@@ -101,8 +114,20 @@ fn event(
     account: &str,
     amount: u64,
 ) -> String {
+    event_in(kind, event_id, payment, refund, account, amount, "INR")
+}
+
+fn event_in(
+    kind: &str,
+    event_id: &str,
+    payment: &str,
+    refund: Option<&str>,
+    account: &str,
+    amount: u64,
+    currency: &str,
+) -> String {
     let mut v = json!({"eventId": event_id, "type": kind, "paymentId": payment,
-                       "accountId": account, "amount": amount, "currency": "INR",
+                       "accountId": account, "amount": amount, "currency": currency,
                        "occurredAt": "2026-11-29T10:15:00Z"});
     if let Some(r) = refund {
         v["refundId"] = json!(r);
@@ -112,12 +137,42 @@ fn event(
 
 /// Captures with random amounts; each gets up to 2 refunds that together fit
 /// within it, and, at `impossible_rate`, one refund larger than the whole
-/// capture (rejected whatever the order).
+/// capture (parked whatever the order). At `mismatch_rate` an account is
+/// opened in INR before the run and gets a USD capture (parked).
 fn workload(prefix: &str, case: &Case, rng: &mut Rng) -> (Vec<Sent>, Expected) {
     let mut sent = Vec::new();
     let mut exp = Expected::default();
     for a in 0..case.accounts {
         let account = format!("{prefix}-acct-{a}");
+        if rng.chance(case.mismatch_rate) {
+            exp.seeded.push(account.clone());
+            exp.balances.entry(account.clone()).or_default();
+            let pay = format!("{prefix}-usd-{a}");
+            let amount = rng.range(1, 1_000);
+            sent.push(Sent {
+                body: event_in(
+                    "PaymentCaptured",
+                    &format!("e-{pay}"),
+                    &pay,
+                    None,
+                    &account,
+                    amount,
+                    "USD",
+                ),
+                entry_id: format!("pay:{pay}"),
+                impossible: true,
+            });
+            exp.parked.insert(
+                format!("suspense:pay:{pay}"),
+                (
+                    "PaymentCaptured".into(),
+                    account.clone(),
+                    amount as i128,
+                    "USD".into(),
+                    "currency-mismatch".into(),
+                ),
+            );
+        }
         for c in 0..case.captures_per_account {
             let pay = format!("{prefix}-pay-{a}-{c}");
             let amount = rng.range(2, 1_000);
@@ -167,6 +222,7 @@ fn workload(prefix: &str, case: &Case, rng: &mut Rng) -> (Vec<Sent>, Expected) {
             exp.refunded.insert(cap_entry, refunded);
             if rng.chance(case.impossible_rate) {
                 let refund = format!("{pay}-too-much");
+                let too_much = amount + rng.range(1, 100);
                 sent.push(Sent {
                     body: event(
                         "PaymentRefunded",
@@ -174,11 +230,21 @@ fn workload(prefix: &str, case: &Case, rng: &mut Rng) -> (Vec<Sent>, Expected) {
                         &pay,
                         Some(&refund),
                         &account,
-                        amount + rng.range(1, 100),
+                        too_much,
                     ),
                     entry_id: format!("refund:{refund}"),
                     impossible: true,
                 });
+                exp.parked.insert(
+                    format!("suspense:refund:{refund}"),
+                    (
+                        "PaymentRefunded".into(),
+                        account.clone(),
+                        too_much as i128,
+                        "INR".into(),
+                        "over-refund".into(),
+                    ),
+                );
             }
         }
     }
@@ -200,8 +266,8 @@ fn num(i: &HashMap<String, AttributeValue>, k: &str) -> i128 {
     text(i, k).parse().expect("a number")
 }
 
-/// Every deleted message must already have its entry (or be a refund that
-/// can never fit, which must have none).
+/// Every deleted message must already have its entry, or, for an event that
+/// can never be posted, its suspense entry and no entry.
 fn ack_audit(h: &Harness, impossible: HashSet<String>) -> (Audit, Arc<Mutex<Vec<String>>>) {
     let violations: Arc<Mutex<Vec<String>>> = Default::default();
     let (client, out) = (h.db.client.clone(), violations.clone());
@@ -225,25 +291,34 @@ fn ack_audit(h: &Harness, impossible: HashSet<String>) -> (Audit, Arc<Mutex<Vec<
                         continue;
                     }
                 };
-                let exists = client
-                    .get_item()
-                    .table_name(LEDGER_TABLE)
-                    .key("entry_id", AttributeValue::S(entry.clone()))
-                    .consistent_read(true)
-                    .send()
-                    .await
-                    .expect("GetItem")
-                    .item
-                    .is_some();
-                if exists == impossible.contains(&entry) {
-                    out.lock().unwrap().push(format!(
-                        "{message_id} ({entry}) deleted while its entry {}",
-                        if exists {
-                            "exists (it must never)"
-                        } else {
-                            "does not exist yet"
-                        }
-                    ));
+                let exists = |id: String| {
+                    let client = client.clone();
+                    async move {
+                        client
+                            .get_item()
+                            .table_name(LEDGER_TABLE)
+                            .key("entry_id", AttributeValue::S(id))
+                            .consistent_read(true)
+                            .send()
+                            .await
+                            .expect("GetItem")
+                            .item
+                            .is_some()
+                    }
+                };
+                let posted = exists(entry.clone()).await;
+                let parked = exists(format!("suspense:{entry}")).await;
+                let problem = match (impossible.contains(&entry), posted, parked) {
+                    (false, true, false) | (true, false, true) => None,
+                    (false, false, _) => Some("while its entry does not exist yet"),
+                    (false, true, true) => Some("and it is both posted and parked"),
+                    (true, true, _) => Some("and it was posted (it must never be)"),
+                    (true, false, false) => Some("while its suspense entry does not exist yet"),
+                };
+                if let Some(p) = problem {
+                    out.lock()
+                        .unwrap()
+                        .push(format!("{message_id} ({entry}) deleted {p}"));
                 }
             }
         });
@@ -303,6 +378,18 @@ async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
         .filter(|e| e.impossible)
         .map(|e| e.entry_id.clone())
         .collect();
+    for account in &exp.seeded {
+        h.db.client
+            .put_item()
+            .table_name(ACCOUNTS_TABLE)
+            .item("account_id", AttributeValue::S(account.clone()))
+            .item("currency", AttributeValue::S("INR".into()))
+            .item("balance", AttributeValue::N("0".into()))
+            .item("entry_count", AttributeValue::N("0".into()))
+            .send()
+            .await
+            .expect("seed an account");
+    }
     let (audit, acked_early) = ack_audit(h, impossible.clone());
     drain(
         &queue,
@@ -324,12 +411,36 @@ async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
         problems.push(format!("{} message(s) in the DLQ", queue.dlq().len()));
     }
     let ours = |id: &str| id.contains(&format!("{prefix}-"));
-    let entries: Vec<_> =
+    let (parked, entries): (Vec<_>, Vec<_>) =
         h.db.scan_table(LEDGER_TABLE)
             .await
             .into_iter()
             .filter(|i| ours(&text(i, "entry_id")))
-            .collect();
+            .partition(|i| text(i, "entry_id").starts_with("suspense:"));
+    // Each event that cannot be posted: one suspense entry holding it (the
+    // key is unique, so "once" is "present, and nothing else parked").
+    let mut parked_seen = HashSet::new();
+    for i in &parked {
+        let id = text(i, "entry_id");
+        let got = (
+            text(i, "event_type"),
+            text(i, "account_id"),
+            num(i, "amount"),
+            text(i, "currency"),
+            text(i, "suspense_reason"),
+        );
+        match exp.parked.get(&id) {
+            None => problems.push(format!("{id}: parked, but it can be posted")),
+            Some(want) if *want != got => {
+                problems.push(format!("{id}: holds {got:?}, expected {want:?}"))
+            }
+            Some(_) => {}
+        }
+        parked_seen.insert(id);
+    }
+    for id in exp.parked.keys().filter(|id| !parked_seen.contains(*id)) {
+        problems.push(format!("{id}: never parked (the event is lost)"));
+    }
     let mut entry_sums: HashMap<String, i128> = HashMap::new();
     let mut entry_counts: HashMap<String, i128> = HashMap::new();
     let mut seen = HashSet::new();
@@ -389,9 +500,9 @@ async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
     }
     crate::util::no_problems(&problems, &queue.stats.summary())?;
     Ok(format!(
-        "{} events ({} impossible refunds), {} entries; {}",
+        "{} events ({} parked), {} entries; {}",
         events.len(),
-        impossible.len(),
+        parked.len(),
         entries.len(),
         queue.stats.summary()
     ))
