@@ -349,3 +349,41 @@ impl NotifierFunction {
         (report, response)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> Result<NotifierConfig, ConfigError> {
+        NotifierConfig::from_lookup(|k| match k {
+            "NOTIFICATIONS_TABLE" => Some("notifications".into()),
+            "NOTIFY_WEBHOOK_URL" => Some(url.into()),
+            _ => None,
+        })
+    }
+
+    /// The old prefix check let `https://exa mple` through to fail on every
+    /// POST; and `http://` anywhere sent the token in clear.
+    #[test]
+    fn the_webhook_url_is_checked_at_cold_start() {
+        assert!(config("https://hooks.example.com/n?token=t").is_ok());
+        assert!(config("http://127.0.0.1:8080/n").is_ok());
+        for bad in [
+            "https://exa mple/n?token=SECRET",
+            "http://hooks.example.com/n?token=SECRET",
+        ] {
+            let e = config(bad).expect_err(bad);
+            assert!(
+                matches!(
+                    e,
+                    ConfigError::Invalid {
+                        var: "NOTIFY_WEBHOOK_URL",
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+            assert!(!e.to_string().contains("SECRET"), "{e}");
+        }
+    }
+}

@@ -140,8 +140,12 @@ pub enum WebhookUrlError {
     Ssm { code: String },
     #[error("SSM GetParameter for {PARAMETER_VAR} returned no value")]
     NoValue,
-    #[error(transparent)]
-    Invalid(#[from] ConfigError),
+    /// The parameter holds something that is not an acceptable webhook URL
+    /// (the same rules as `NOTIFY_WEBHOOK_URL`).
+    #[error(
+        "the SSM parameter named by {PARAMETER_VAR} does not hold an acceptable webhook URL: {reason}"
+    )]
+    InvalidValue { reason: String },
 }
 
 /// The SSM client for the one cold-start read: bounded so that a stuck
@@ -186,12 +190,13 @@ pub async fn read_parameter(
         );
     }
     let value = parameter.value.ok_or(WebhookUrlError::NoValue)?;
-    Ok(WebhookUrl::parse(
-        &value,
-        // The value is checked with the rules of a literal URL; the error
-        // names the variable that named the parameter.
-        PARAMETER_VAR,
-    )?)
+    // The rules of a literal URL; the reason never contains the value.
+    WebhookUrl::parse(&value, PARAMETER_VAR).map_err(|e| WebhookUrlError::InvalidValue {
+        reason: match e {
+            ConfigError::Invalid { reason, .. } => reason,
+            ConfigError::Missing(_) => "empty".into(),
+        },
+    })
 }
 
 /// A short, value-free name for what went wrong: the service's error code
