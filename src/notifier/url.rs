@@ -97,9 +97,10 @@ impl WebhookSource {
         match (set(URL_VAR), set(PARAMETER_VAR)) {
             (Some(url), None) => Ok(WebhookSource::Url(WebhookUrl::parse(&url, URL_VAR)?)),
             (None, Some(name)) => {
-                // SSM names are `/a/b` (hierarchical; the template's IAM
-                // grant is built as `parameter${Name}`, which needs the
-                // leading slash) or a bare name; whitespace never.
+                // SSM also allows bare names, but the template's IAM grant
+                // is built as `parameter${Name}`, which is only the
+                // parameter's ARN with the leading slash: refuse the others
+                // here rather than as AccessDenied at cold start.
                 let name = name.trim();
                 if !name.starts_with('/') || name.contains(char::is_whitespace) {
                     return Err(ConfigError::Invalid {
