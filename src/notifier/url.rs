@@ -135,9 +135,7 @@ impl WebhookSource {
 /// Why the webhook URL could not be read from SSM. Never carries the value.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WebhookUrlError {
-    #[error(
-        "SSM GetParameter for {PARAMETER_VAR} failed: {code} (does the parameter exist, and may the function's role read it?)"
-    )]
+    #[error("SSM GetParameter for {PARAMETER_VAR} failed: {code}{}", ssm_hint(.code))]
     Ssm { code: String },
     #[error("SSM GetParameter for {PARAMETER_VAR} returned no value")]
     NoValue,
@@ -212,6 +210,18 @@ fn ssm_error_code<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> String {
         _ => "an unknown SDK error",
     }
     .to_owned()
+}
+
+/// What an operator checks first for the common service errors.
+fn ssm_hint(code: &str) -> &'static str {
+    match code {
+        "ParameterNotFound" => " (create it: aws ssm put-parameter --type SecureString)",
+        "AccessDeniedException" => {
+            " (the function's role needs ssm:GetParameter on it, and kms:Decrypt for a customer managed key)"
+        }
+        "InvalidKeyId" => " (the parameter's KMS key is disabled or missing)",
+        _ => "",
+    }
 }
 
 /// The webhook URL for this cold start: the literal, or the parameter read

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_ssm::config::{BehaviorVersion, Credentials, Region};
 use order_consumer::notifier::url::{PARAMETER_VAR, WebhookUrlError, read_parameter};
 use serde_json::{Value, json};
+use std::io::Read;
+
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
@@ -140,4 +142,99 @@ async fn a_stored_value_that_is_no_acceptable_url_fails_without_echoing_it() {
         assert!(!e.to_string().contains("SECRET-TOKEN"), "{e}");
         assert!(!format!("{e:?}").contains("SECRET-TOKEN"), "{e:?}");
     }
+}
+
+/// The `order-notifier` binary's cold start, as Lambda (or MiniStack, which
+/// sets AWS_ENDPOINT_URL) runs it, against the fake SSM: its exit status (None:
+/// still running after the cold start, then stopped) and everything it wrote.
+async fn cold_start(ssm: &FakeSsm, parameter: &str) -> (Option<i32>, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_order-notifier"))
+        .env_clear()
+        .env("NOTIFICATIONS_TABLE", "notifications")
+        .env("NOTIFY_WEBHOOK_URL_PARAMETER", parameter)
+        .env("AWS_ENDPOINT_URL", &ssm.endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("RUST_LOG", "info")
+        // No Runtime API listens there: past the cold start the runtime
+        // fails (or is stopped below).
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env("AWS_LAMBDA_FUNCTION_NAME", "order-notifier")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "test")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "test")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the order-notifier binary");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if tokio::time::Instant::now() > deadline {
+            child.kill().expect("kill");
+            child.wait().expect("wait");
+            break None;
+        }
+        // Not std's sleep: the fake SSM runs on this runtime.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let mut out = String::new();
+    for pipe in [
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let mut pipe = pipe;
+        pipe.read_to_string(&mut out).expect("output");
+    }
+    (code, out)
+}
+
+#[tokio::test]
+async fn the_binary_reads_its_webhook_url_from_ssm_at_cold_start() {
+    let ssm = FakeSsm::start(Some((NAME, "SecureString", SECRET_URL))).await;
+    let (_code, out) = cold_start(&ssm, NAME).await;
+    assert!(
+        out.contains("\"cold start\""),
+        "the cold start completed:\n{out}"
+    );
+    let requests = ssm.requests();
+    assert_eq!(requests.len(), 1, "one GetParameter per cold start");
+    assert_eq!(requests[0].0.as_deref(), Some("AmazonSSM.GetParameter"));
+    assert_eq!(requests[0].1["Name"], NAME);
+    assert_eq!(requests[0].1["WithDecryption"], true);
+    assert!(
+        !out.contains("SECRET-TOKEN"),
+        "the URL in the output:\n{out}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_parameter_fails_the_cold_start_with_a_clear_line() {
+    let ssm = FakeSsm::start(Some((NAME, "SecureString", SECRET_URL))).await;
+    let (code, out) = cold_start(&ssm, "/order-consumer/missing").await;
+    assert!(matches!(code, Some(c) if c != 0), "exit {code:?}:\n{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("could not read the webhook URL"))
+        .unwrap_or_else(|| panic!("no clear line:\n{out}"));
+    assert!(line.contains("\"ERROR\""), "{line}");
+    assert!(line.contains("ParameterNotFound"), "{line}");
+    assert!(
+        !out.contains("\"cold start\""),
+        "went on without a URL:\n{out}"
+    );
+    assert!(!out.contains("SECRET-TOKEN"), "{out}");
 }
