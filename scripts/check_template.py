@@ -642,6 +642,16 @@ def _(m: Model) -> None:
         assert r == want, f"ssm:GetParameter on {r!r}, expected exactly {want!r}"
 
 
+@check("RustLog offers no trace level (the SDK logs whole requests, secrets included, at trace)", per_function=False)
+def _(m: Model) -> None:
+    spec = m.t.get("Parameters", {}).get("RustLog", {})
+    allowed = spec.get("AllowedValues")
+    assert allowed, "RustLog has no AllowedValues: any filter, trace included, can be deployed"
+    bad = [v for v in allowed if "trace" in str(v).lower()]
+    assert not bad, f"RustLog allows {bad}"
+    assert spec.get("Default") in allowed, f"RustLog default {spec.get('Default')!r} not allowed"
+
+
 def rules_pass(m: Model, overrides: dict[str, str]) -> bool:
     ev = Evaluator(m.t, overrides)
     for rule in m.t.get("Rules", {}).values():
