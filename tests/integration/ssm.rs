@@ -1,6 +1,8 @@
 //! The notifier's cold-start read of its webhook URL from SSM, against a
 //! tiny local server that speaks the SSM JSON protocol's GetParameter
-//! (`X-Amz-Target: AmazonSSM.GetParameter`), as far as the SDK needs it.
+//! (`X-Amz-Target: AmazonSSM.GetParameter`), as far as the SDK needs it:
+//! through the library call, and through the `order-notifier` binary's cold
+//! start with `AWS_ENDPOINT_URL` (how MiniStack points functions at itself).
 
 use std::sync::{Arc, Mutex};
 
