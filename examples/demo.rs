@@ -332,7 +332,8 @@ async fn notify(
         "NOTIFY_WEBHOOK_URL" => Some(provider.url.clone()),
         _ => None,
     })?;
-    let notifier = NotifierFunction::new(client.clone(), config)?;
+    let webhook_url = order_consumer::notifier::url::webhook_url(&config.webhook).await?;
+    let notifier = NotifierFunction::new(client.clone(), config, &webhook_url)?;
     let records = stream_records::read(db, TABLE);
     println!(
         "created table `{NOTIFICATIONS}`; the orders stream holds {} records\n",

@@ -65,10 +65,24 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             }
         },
         "env_tables": {"NOTIFICATIONS_TABLE": "NotificationsTable"},
-        "env_vars": ["NOTIFY_WEBHOOK_URL", "MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
+        "env_vars": ["NOTIFY_WEBHOOK_URL_PARAMETER", "MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
         "fifo_param": False,
+        # The webhook URL is a secret: the environment names its SSM
+        # parameter (this variable, a Ref of this template parameter), never
+        # holds the URL itself.
+        "secret_parameter": ("NOTIFY_WEBHOOK_URL_PARAMETER", "NotifyWebhookUrlParameter"),
+        "forbidden_env": ["NOTIFY_WEBHOOK_URL"],
+        # Final refusals (HTTP 422) are counted under this EMF metric.
+        "rejected_metric": "Rejected",
     },
 }
+
+# Stream retries: by record age (-1 attempts), long enough to outlast a
+# provider outage of several hours, and at most the stream's 24 h retention.
+MIN_RECORD_AGE = 6 * 3600
+STREAM_RETENTION = 24 * 3600
+# IteratorAge alarm (milliseconds): must page well before records age out.
+MAX_ITERATOR_AGE_THRESHOLD_MS = 3600 * 1000
 
 
 def sqs_fed(m: "Model") -> bool:
@@ -539,7 +553,7 @@ def _(m: Model) -> None:
     assert "MaximumBatchingWindowInSeconds" not in esm, "batching window set on a FIFO event source"
 
 
-@check("stream source: NEW_AND_OLD_IMAGES stream, bisect on error, bounded retries, 14-day failure destination")
+@check("stream source: NEW_AND_OLD_IMAGES stream, bisect on error, retries by record age (6..24 h), 14-day failure destination")
 def _(m: Model) -> None:
     if sqs_fed(m):
         return
@@ -548,20 +562,125 @@ def _(m: Model) -> None:
         assert view == "NEW_AND_OLD_IMAGES", f"{table} StreamViewType {view!r}"
     p = m.props(m.esm())
     assert str(p.get("BisectBatchOnFunctionError")).lower() == "true", "BisectBatchOnFunctionError is not true"
+    # A count of attempts is spent in minutes when the provider is down
+    # (every invocation fails); only the record's age may end the retries.
     retries = p.get("MaximumRetryAttempts")
-    assert retries is not None and 0 <= float(retries) <= 10000, f"MaximumRetryAttempts {retries!r} (unbounded?)"
+    assert retries is not None and float(retries) == -1, (
+        f"MaximumRetryAttempts {retries!r}: must be -1 (retry until MaximumRecordAgeInSeconds), "
+        "or an outage exhausts it"
+    )
+    age = p.get("MaximumRecordAgeInSeconds")
+    assert age is not None and MIN_RECORD_AGE <= float(age) <= STREAM_RETENTION, (
+        f"MaximumRecordAgeInSeconds {age!r}: expected {MIN_RECORD_AGE}..{STREAM_RETENTION} "
+        "(outlast an outage of hours, within the stream's 24 h retention)"
+    )
+    m.on_failure_queue()  # raises when there is none
     got = m.props(m.on_failure_queue()).get("MessageRetentionPeriod")
     assert got is not None and float(got) == FOURTEEN_DAYS, f"failure destination retention {got!r}"
 
 
-@check("stream source: NOTIFY_WEBHOOK_URL comes from an SSM parameter, never a literal")
+@check("stream source: IteratorAge alarm (AWS/Lambda, Maximum) on the function, threshold under an hour")
 def _(m: Model) -> None:
     if sqs_fed(m):
         return
-    raw = m.res[m.function()]["Properties"].get("Environment", {}).get("Variables", {}).get("NOTIFY_WEBHOOK_URL")
-    assert isinstance(raw, dict) and "Ref" in raw, f"NOTIFY_WEBHOOK_URL is {raw!r}, not a parameter reference"
-    ptype = m.t.get("Parameters", {}).get(raw["Ref"], {}).get("Type", "")
-    assert ptype.startswith("AWS::SSM::Parameter::Value<"), f"parameter {raw['Ref']} has type {ptype!r}"
+    fn = m.function()
+    seen = []
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
+        if p.get("MetricName") != "IteratorAge" or dims.get("FunctionName") != {"Ref": fn}:
+            continue
+        seen.append(lid)
+        if (
+            p.get("Namespace") == "AWS/Lambda"
+            and p.get("Statistic") == "Maximum"
+            and p.get("ComparisonOperator") == "GreaterThanThreshold"
+            and 0 < float(p.get("Threshold", 0)) <= MAX_ITERATOR_AGE_THRESHOLD_MS
+        ):
+            return
+    raise AssertionError(
+        f"no IteratorAge alarm (Namespace AWS/Lambda, Statistic Maximum, GreaterThanThreshold, "
+        f"0 < Threshold <= {MAX_ITERATOR_AGE_THRESHOLD_MS} ms) on {fn}; candidates {seen}"
+    )
+
+
+@check("stream source: alarm on the EMF Rejected metric > 0 (function's namespace, FunctionName dimension)")
+def _(m: Model) -> None:
+    metric = m.expect.get("rejected_metric")
+    if metric is None:
+        return
+    fn = m.function()
+    env = m.props(fn).get("Environment", {}).get("Variables", {})
+    # src/metrics.rs: namespace METRICS_NAMESPACE, one dimension
+    # FunctionName = AWS_LAMBDA_FUNCTION_NAME, i.e. the function's Ref.
+    namespace = env.get("METRICS_NAMESPACE")
+    assert isinstance(namespace, str), f"METRICS_NAMESPACE is {namespace!r}, not a literal"
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
+        if (
+            p.get("Namespace") == namespace
+            and p.get("MetricName") == metric
+            and dims == {"FunctionName": {"Ref": fn}}
+            and p.get("ComparisonOperator") == "GreaterThanThreshold"
+            and float(p.get("Threshold", -1)) == 0
+        ):
+            return
+    raise AssertionError(f"no alarm on {namespace}/{metric} (FunctionName = Ref {fn}) > 0")
+
+
+@check("stream source: the webhook URL is read from SSM by name (String parameter, absolute name), never in the environment")
+def _(m: Model) -> None:
+    if "secret_parameter" not in m.expect:
+        return
+    var, param = m.expect["secret_parameter"]
+    env = m.res[m.function()]["Properties"].get("Environment", {}).get("Variables", {})
+    leaked = [v for v in m.expect.get("forbidden_env", []) if v in env]
+    assert not leaked, f"{leaked} in the function's environment (the secret itself)"
+    raw = env.get(var)
+    assert raw == {"Ref": param}, f"{var} is {raw!r}, expected Ref {param}"
+    spec = m.t.get("Parameters", {}).get(param, {})
+    # AWS::SSM::Parameter::Value<...> would resolve the secret into the
+    # environment (and DescribeStacks); the function must get the name.
+    assert spec.get("Type") == "String", f"parameter {param} has type {spec.get('Type')!r}, expected String"
+    default = spec.get("Default")
+    assert default == "/order-consumer/notify-webhook-url", f"parameter {param} default {default!r}"
+    pattern = spec.get("AllowedPattern")
+    assert pattern, f"parameter {param} has no AllowedPattern"
+    must_match = [default, "/a/b_c.d-e"]
+    must_not = ["relative/name", "/a/*", "/", "", "/a b", "arn:aws:ssm:us-east-1:111122223333:parameter/a"]
+    wrong = [n for n in must_match if not re.fullmatch(pattern, n)]
+    wrong += [n for n in must_not if re.fullmatch(pattern, n)]
+    assert not wrong, f"AllowedPattern {pattern!r} misjudges {wrong}"
+
+
+@check("stream source: ssm:GetParameter on exactly the webhook URL parameter's ARN, no other SSM permission")
+def _(m: Model) -> None:
+    if "secret_parameter" not in m.expect:
+        return
+    _var, param = m.expect["secret_parameter"]
+    name = m.defaults.params.get(param)
+    want = f"arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter{name}"
+    granted: list[tuple[list[str], Any]] = []
+    for st in m.role_statements(m.function_role()):
+        actions = [a for a in as_list(st.get("Action")) if str(a).lower().startswith("ssm:")]
+        if actions and st.get("Effect") == "Allow":
+            granted.extend((actions, r) for r in as_list(st.get("Resource")))
+    assert granted, "no ssm:GetParameter: the function cannot read its webhook URL"
+    for actions, r in granted:
+        assert actions == ["ssm:GetParameter"], f"SSM actions {actions} (only ssm:GetParameter is needed)"
+        # The evaluator substitutes the parameter's default into the Sub.
+        assert r == want, f"ssm:GetParameter on {r!r}, expected exactly {want!r}"
+
+
+@check("RustLog offers no trace level (the SDK logs whole requests, secrets included, at trace)", per_function=False)
+def _(m: Model) -> None:
+    spec = m.t.get("Parameters", {}).get("RustLog", {})
+    allowed = spec.get("AllowedValues")
+    assert allowed, "RustLog has no AllowedValues: any filter, trace included, can be deployed"
+    bad = [v for v in allowed if "trace" in str(v).lower()]
+    assert not bad, f"RustLog allows {bad}"
+    assert spec.get("Default") in allowed, f"RustLog default {spec.get('Default')!r} not allowed"
 
 
 def rules_pass(m: Model, overrides: dict[str, str]) -> bool:
@@ -594,15 +713,6 @@ def _(m: Model) -> None:
     margin = float(params["DeadlineMarginMs"]["Default"])
     timeout = float(params["FunctionTimeout"]["Default"])
     assert margin * 2 <= timeout * 1000, f"DeadlineMarginMs {margin} vs FunctionTimeout {timeout} s"
-
-
-@check("RustLog offers no `trace` (the SDK would log whole requests with customer data)", per_function=False)
-def _(m: Model) -> None:
-    spec = m.t.get("Parameters", {}).get("RustLog", {})
-    allowed = spec.get("AllowedValues")
-    assert allowed, "RustLog has no AllowedValues: any filter, `trace` included, can be deployed"
-    bad = [v for v in allowed if "trace" in str(v)]
-    assert not bad, f"RustLog allows {bad}"
 
 
 def main(argv: list[str]) -> int:

@@ -448,10 +448,12 @@ def run(args):
     }
     deployed = False
     try:
-        # The webhook URL reaches the template through an SSM parameter, as
-        # in AWS (NotifyWebhookUrlParameter's default name).
+        # The webhook URL lives in an SSM SecureString parameter, as in AWS
+        # (NotifyWebhookUrlParameter's default name); the template passes only
+        # its name, and the notifier reads and decrypts it at cold start
+        # through AWS_ENDPOINT_URL (MiniStack's SSM).
         provider = WebhookProvider()
-        c["ssm"].put_parameter(Name=WEBHOOK_PARAMETER, Value=provider.url, Type="String", Overwrite=True)
+        c["ssm"].put_parameter(Name=WEBHOOK_PARAMETER, Value=provider.url, Type="SecureString", Overwrite=True)
         step(f"SSM {WEBHOOK_PARAMETER} = {provider.url} (a local provider that deduplicates by Idempotency-Key)")
         out = deploy(c, args.template, {"order-consumer": args.zip, "payment-ledger": args.ledger_zip,
                                         "order-notifier": args.notifier_zip},

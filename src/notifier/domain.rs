@@ -122,9 +122,16 @@ pub enum Stored {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotifyError {
     Store(StoreError),
-    /// The provider answered 5xx, 429 or 409 (a concurrent request with the
-    /// same key).
+    /// The provider answered 5xx, 408, 425, 429 or 409 (a concurrent
+    /// request with the same key): its own, transient trouble.
     Provider {
+        status: u16,
+    },
+    /// The provider answered a redirect or a 4xx other than 422 (and the
+    /// transient ones): the URL, the credentials or the request's contract
+    /// is wrong, for every notification alike. Retried until an operator
+    /// fixes it, and logged at ERROR.
+    Misconfigured {
         status: u16,
     },
     /// No answer in time, or no connection.
@@ -136,6 +143,16 @@ impl fmt::Display for NotifyError {
         match self {
             NotifyError::Store(e) => write!(f, "{e}"),
             NotifyError::Provider { status } => write!(f, "the provider answered HTTP {status}"),
+            NotifyError::Misconfigured { status } if (300..400).contains(status) => write!(
+                f,
+                "the provider answered a redirect (HTTP {status}), which is not followed: \
+                 fix the webhook URL; retried until then"
+            ),
+            NotifyError::Misconfigured { status } => write!(
+                f,
+                "the provider refused the request itself (HTTP {status}): the webhook URL, \
+                 credentials or payload contract needs fixing; retried until then"
+            ),
             NotifyError::ProviderUnreachable => {
                 f.write_str("the provider did not answer in time (or could not be reached)")
             }
@@ -152,7 +169,8 @@ pub enum NotifyOutcome {
     AlreadySent,
     /// Not a notifying transition.
     NothingToSend,
-    /// The provider refused it for good (a 4xx other than 409/429); recorded.
+    /// The provider refused this notification for good (422); recorded
+    /// REJECTED with the status and a fixed reason, counted and alarmed on.
     Rejected {
         status: u16,
     },
@@ -263,10 +281,12 @@ impl Verdict for NotifyOutcome {
             | NotifyOutcome::NothingToSend
             | NotifyOutcome::AlreadyRejected
             | NotifyOutcome::Busy => Level::INFO,
+            // Nothing will be delivered until someone fixes it.
+            NotifyOutcome::Invalid(_)
+            | NotifyOutcome::Failed(NotifyError::Misconfigured { .. }) => Level::ERROR,
             NotifyOutcome::Rejected { .. }
             | NotifyOutcome::NotAttempted(_)
             | NotifyOutcome::Failed(_) => Level::WARN,
-            NotifyOutcome::Invalid(_) => Level::ERROR,
         }
     }
 }

@@ -15,13 +15,17 @@
 //!
 //! - [`domain`]: which changes notify, outcomes, reading a refused claim.
 //! - [`store`]: the notifications table.
-//! - [`webhook`]: the provider client (reqwest, rustls, timeouts).
+//! - [`webhook`]: the provider client (reqwest, rustls, timeouts, no
+//!   redirects) and what each HTTP status means.
+//! - [`url`]: which webhook URLs are accepted, and reading the URL from its
+//!   SSM SecureString parameter at cold start.
 //! - [`Notifier`] (here): the [`Handler`] the shared batch machinery runs
 //!   (stream records are strictly ordered per order); [`NotifierFunction`]:
 //!   the Lambda function, reporting failed records by SequenceNumber.
 
 pub mod domain;
 pub mod store;
+pub mod url;
 pub mod webhook;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,13 +38,14 @@ use serde::Deserialize;
 use tokio::time::Instant;
 use tracing::{Span, field};
 
+use self::url::{WebhookSource, WebhookUrl};
 use crate::batch::{self, BatchReport, Cx, Handler, Settings};
 use crate::config::{ConfigError, Runtime, parse_in, required};
 use crate::domain::Status;
 use crate::event::ParseError;
 use domain::{Change, NotifyError, NotifyOutcome, classify_claim_refusal, notification_for};
 use store::{Claim, Finish, NotificationStore};
-use webhook::{Delivery, Webhook};
+use webhook::{Delivery, REFUSAL_REASON, Webhook};
 
 /// Time for the claim and finish writes on top of the webhook timeout.
 const LEASE_SLACK: Duration = Duration::from_secs(2);
@@ -194,7 +199,10 @@ impl Handler for Notifier {
         let (finish, outcome) = match self.webhook.post(&n).await {
             Delivery::Accepted(code) => (Finish::Sent { http_status: code }, NotifyOutcome::Sent),
             Delivery::Refused(code) => (
-                Finish::Rejected { http_status: code },
+                Finish::Rejected {
+                    http_status: code,
+                    reason: REFUSAL_REASON,
+                },
                 NotifyOutcome::Rejected { status: code },
             ),
             failed => {
@@ -202,6 +210,9 @@ impl Handler for Notifier {
                     tracing::warn!(error = %e, "could not release the claim; its lease will expire");
                 }
                 return NotifyOutcome::Failed(match failed {
+                    Delivery::Retry(status) if webhook::is_configuration_problem(status) => {
+                        NotifyError::Misconfigured { status }
+                    }
                     Delivery::Retry(status) => NotifyError::Provider { status },
                     _ => NotifyError::ProviderUnreachable,
                 });
@@ -235,9 +246,12 @@ impl Handler for Notifier {
 pub struct NotifierConfig {
     /// `NOTIFICATIONS_TABLE` (required): hash key `notification_id`.
     pub notifications_table: String,
-    /// `NOTIFY_WEBHOOK_URL` (required): the provider's endpoint. In AWS it
-    /// comes from an SSM parameter (template.yaml), never a literal.
-    pub webhook_url: String,
+    /// `NOTIFY_WEBHOOK_URL_PARAMETER` (in AWS: the name of the SSM
+    /// SecureString parameter holding the provider's endpoint, read at cold
+    /// start by [`url::webhook_url`]) or `NOTIFY_WEBHOOK_URL` (a literal, for
+    /// local runs and tests): exactly one. `https://`, or `http://` to a
+    /// loopback host.
+    pub webhook: WebhookSource,
     /// `NOTIFY_TIMEOUT_MS` (default 3000, 100..=30000): one webhook request.
     pub webhook_timeout: Duration,
     /// `MAX_CONCURRENCY` (orders notified concurrently),
@@ -251,16 +265,9 @@ impl NotifierConfig {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let webhook_url = required(&get, "NOTIFY_WEBHOOK_URL")?;
-        if !(webhook_url.starts_with("https://") || webhook_url.starts_with("http://")) {
-            return Err(ConfigError::Invalid {
-                var: "NOTIFY_WEBHOOK_URL",
-                reason: "expected an http(s) URL".into(),
-            });
-        }
         Ok(NotifierConfig {
             notifications_table: required(&get, "NOTIFICATIONS_TABLE")?,
-            webhook_url,
+            webhook: WebhookSource::from_lookup(&get)?,
             webhook_timeout: Duration::from_millis(parse_in(
                 &get,
                 "NOTIFY_TIMEOUT_MS",
@@ -280,11 +287,14 @@ pub struct NotifierFunction {
 }
 
 impl NotifierFunction {
+    /// `webhook_url`: the configured literal, or what the bootstrap read
+    /// from SSM ([`url::webhook_url`]).
     pub fn new(
         client: aws_sdk_dynamodb::Client,
         config: NotifierConfig,
+        webhook_url: &WebhookUrl,
     ) -> Result<Self, reqwest::Error> {
-        let webhook = Webhook::new(&config.webhook_url, config.webhook_timeout)?;
+        let webhook = Webhook::new(webhook_url, config.webhook_timeout)?;
         let store = NotificationStore::new(client, &config.notifications_table);
         Ok(NotifierFunction {
             notifier: Notifier::new(store, webhook),
@@ -337,5 +347,43 @@ impl NotifierFunction {
             tracing::error!(error = %e, "failing the invocation");
         }
         (report, response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> Result<NotifierConfig, ConfigError> {
+        NotifierConfig::from_lookup(|k| match k {
+            "NOTIFICATIONS_TABLE" => Some("notifications".into()),
+            "NOTIFY_WEBHOOK_URL" => Some(url.into()),
+            _ => None,
+        })
+    }
+
+    /// The old prefix check let `https://exa mple` through to fail on every
+    /// POST; and `http://` anywhere sent the token in clear.
+    #[test]
+    fn the_webhook_url_is_checked_at_cold_start() {
+        assert!(config("https://hooks.example.com/n?token=t").is_ok());
+        assert!(config("http://127.0.0.1:8080/n").is_ok());
+        for bad in [
+            "https://exa mple/n?token=SECRET",
+            "http://hooks.example.com/n?token=SECRET",
+        ] {
+            let e = config(bad).expect_err(bad);
+            assert!(
+                matches!(
+                    e,
+                    ConfigError::Invalid {
+                        var: "NOTIFY_WEBHOOK_URL",
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+            assert!(!e.to_string().contains("SECRET"), "{e}");
+        }
     }
 }

@@ -30,8 +30,15 @@ pub enum Claim {
 /// How a delivery ended, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finish {
-    Sent { http_status: u16 },
-    Rejected { http_status: u16 },
+    Sent {
+        http_status: u16,
+    },
+    /// Refused for good: the record keeps the status and why (a fixed
+    /// text, no payload values), so a dropped notification is traceable.
+    Rejected {
+        http_status: u16,
+        reason: &'static str,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -99,18 +106,24 @@ impl NotificationStore {
         how: Finish,
         now_ms: u64,
     ) -> Result<bool, StoreError> {
-        let (status, code) = match how {
-            Finish::Sent { http_status } => (SENT, http_status),
-            Finish::Rejected { http_status } => (REJECTED, http_status),
+        let (status, code, reason) = match how {
+            Finish::Sent { http_status } => (SENT, http_status, None),
+            Finish::Rejected {
+                http_status,
+                reason,
+            } => (REJECTED, http_status, Some(reason)),
         };
         let request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(KEY, s(&n.id()))
-            .update_expression(
-                "SET #st = :final, http_status = :code, finished_at = :now REMOVE lease_until",
-            )
+            .update_expression(if reason.is_some() {
+                "SET #st = :final, http_status = :code, #reason = :reason, finished_at = :now \
+                 REMOVE lease_until"
+            } else {
+                "SET #st = :final, http_status = :code, finished_at = :now REMOVE lease_until"
+            })
             .condition_expression("#st = :sending AND claim_id = :claim")
             .expression_attribute_names("#st", "status")
             .expression_attribute_values(":final", s(status))
@@ -119,6 +132,12 @@ impl NotificationStore {
             .expression_attribute_values(":sending", s(SENDING))
             .expression_attribute_values(":claim", s(claim_id))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let request = match reason {
+            Some(reason) => request
+                .expression_attribute_names("#reason", "reason")
+                .expression_attribute_values(":reason", s(reason)),
+            None => request,
+        };
         Ok(matches!(
             send_conditional(request).await?,
             Conditional::Committed

@@ -11,6 +11,7 @@ mod notifier;
 mod outcomes;
 mod provider;
 mod sample_events;
+mod ssm;
 mod stream_records;
 mod streams;
 mod support;

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::batch::Verdict;
+use order_consumer::batch::{BatchError, Verdict};
 use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
-use order_consumer::notifier::webhook::{Delivery, Webhook};
+use order_consumer::notifier::url::{URL_VAR, WebhookUrl};
+use order_consumer::notifier::webhook::{Delivery, REFUSAL_REASON, Webhook};
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};
 use serde_json::{Value, json};
 
@@ -43,10 +44,10 @@ impl Setup {
         vars.insert("NOTIFICATIONS_TABLE".into(), self.table.clone());
         vars.insert("NOTIFY_WEBHOOK_URL".into(), self.provider.url.clone());
         let config = NotifierConfig::from_lookup(|k| vars.get(k).cloned()).expect("config");
-        NotifierFunction::new(self.db.client.clone(), config).expect("notifier")
+        function(&self.db.client, config)
     }
 
-    async fn status(&self, id: &str) -> Option<String> {
+    async fn item(&self, id: &str) -> Option<HashMap<String, AttributeValue>> {
         self.db
             .client
             .get_item()
@@ -57,8 +58,25 @@ impl Setup {
             .await
             .expect("GetItem")
             .item
-            .map(|i| s(&i, "status"))
     }
+
+    async fn status(&self, id: &str) -> Option<String> {
+        self.item(id).await.map(|i| s(&i, "status"))
+    }
+}
+
+/// The function for a configuration with a literal NOTIFY_WEBHOOK_URL (what
+/// the binary's bootstrap does after reading it from SSM otherwise).
+pub(crate) fn function(
+    client: &aws_sdk_dynamodb::Client,
+    config: NotifierConfig,
+) -> NotifierFunction {
+    let url = config
+        .webhook
+        .literal()
+        .cloned()
+        .expect("a literal NOTIFY_WEBHOOK_URL");
+    NotifierFunction::new(client.clone(), config, &url).expect("notifier")
 }
 
 /// An order image as the order consumer writes it (the fields that matter).
@@ -69,7 +87,7 @@ fn image(order: &str, status: &str) -> Value {
 }
 
 /// One stream record, shaped as Lambda delivers it.
-fn record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value {
+pub(crate) fn record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value {
     let name = match (old, new) {
         (None, Some(_)) => "INSERT",
         (Some(_), Some(_)) => "MODIFY",
@@ -99,7 +117,7 @@ fn record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value 
     })
 }
 
-fn stream(records: Vec<Value>) -> StreamEvent {
+pub(crate) fn stream(records: Vec<Value>) -> StreamEvent {
     serde_json::from_value(json!({ "Records": records })).expect("a DynamoDB stream event")
 }
 
@@ -210,7 +228,8 @@ async fn a_crash_between_sending_and_recording_resends_under_the_same_key() {
         store.claim(&note, "crashed", now + 300, now).await.unwrap(),
         Claim::Granted
     );
-    let hook = Webhook::new(&s.provider.url, Duration::from_secs(2)).unwrap();
+    let url = WebhookUrl::parse(&s.provider.url, URL_VAR).unwrap();
+    let hook = Webhook::new(&url, Duration::from_secs(2)).unwrap();
     assert_eq!(hook.post(&note).await, Delivery::Accepted(201));
 
     // Its redelivery while the lease is live: someone is on it, retry later.
@@ -260,13 +279,8 @@ async fn provider_errors_and_timeouts_are_retried_then_delivered_once() {
         assert_eq!(report.records[0].outcome, want, "{mode:?}");
         // The order's later record waits for the failed one (stream order).
         assert_eq!(report.records[1].outcome.label(), "NotAttempted");
-        let failed: Vec<_> = response
-            .expect("partial response")
-            .batch_item_failures
-            .into_iter()
-            .filter_map(|f| f.item_identifier)
-            .collect();
-        assert_eq!(failed.len(), 2, "{mode:?}");
+        // Nothing in the batch got through: an outage, not a bad record.
+        assert_eq!(response.unwrap_err(), BatchError::Outage(2), "{mode:?}");
     }
     assert!(s.provider.accepted().is_empty());
 
@@ -289,10 +303,16 @@ async fn a_refusal_is_recorded_and_never_resent() {
     let (labels, failed) = run(&n, &event).await;
     assert_eq!(labels, ["Rejected"]);
     assert!(failed.is_empty(), "a refusal is final: acknowledged");
+    // Acknowledged only because it is durably recorded, with the status
+    // and a reason that carries no payload value.
+    let item = s.item("ord-1#order-confirmation").await.expect("recorded");
+    assert_eq!(s_(&item, "status"), "REJECTED");
     assert_eq!(
-        s.status("ord-1#order-confirmation").await.as_deref(),
-        Some("REJECTED")
+        item.get("http_status"),
+        Some(&AttributeValue::N("422".into()))
     );
+    assert_eq!(s_(&item, "reason"), REFUSAL_REASON);
+    assert!(!REFUSAL_REASON.contains("cust-1"));
     s.provider.set_mode(Mode::Accept);
     let (labels, _) = run(&n, &event).await;
     assert_eq!(labels, ["AlreadyRejected"]);
@@ -410,7 +430,7 @@ async fn notifications_from_the_real_stream_are_sent_once() {
         _ => None,
     })
     .expect("config");
-    let n = NotifierFunction::new(sdb.client.clone(), config).expect("notifier");
+    let n = function(&sdb.client, config);
 
     let mut doubled = records.clone();
     doubled.extend(records.clone());
@@ -468,4 +488,164 @@ async fn a_bad_record_holds_back_only_its_own_orders_later_records() {
         s.provider.accepted().keys().cloned().collect::<Vec<_>>(),
         ["order-ord-2-order-confirmation"]
     );
+}
+
+fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {
+    s(item, key)
+}
+
+fn outcome_of(report: &order_consumer::batch::BatchReport<NotifyOutcome>) -> NotifyOutcome {
+    report.records[0].outcome.clone()
+}
+
+/// reqwest follows redirects by default: a 301/302/303 becomes a body-less
+/// GET, and whatever the last hop answers is classified (200: SENT with
+/// nothing POSTed). The notifier follows none: one POST, no GET, and the
+/// notification stays retryable (and pages, at ERROR) until the URL is
+/// fixed.
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_leaves_the_notification_retryable() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "2000")]);
+    let codes = [301, 302, 303, 307, 308];
+    for (i, code) in codes.into_iter().enumerate() {
+        s.provider.set_mode(Mode::Redirect(code));
+        let order = format!("ord-r{code}");
+        let event = stream(vec![record(i as u64 + 1, &order, None, Some("PLACED"))]);
+        let posts = s.provider.method_count("POST");
+        let (report, response) = n.handle_batch(&event, far_deadline()).await;
+        let outcome = outcome_of(&report);
+        assert_eq!(
+            outcome,
+            NotifyOutcome::Failed(NotifyError::Misconfigured { status: code }),
+            "{code}"
+        );
+        assert!(!outcome.acknowledge(), "{code}");
+        assert_eq!(outcome.level(), tracing::Level::ERROR, "{code}");
+        assert!(response.is_err(), "{code}: the only record failed: outage");
+        assert_eq!(
+            s.provider.method_count("POST"),
+            posts + 1,
+            "{code}: one POST"
+        );
+        assert_eq!(s.provider.method_count("GET"), 0, "{code}: no GET");
+        let item = s
+            .item(&format!("{order}#order-confirmation"))
+            .await
+            .expect("claimed");
+        assert_eq!(
+            s_(&item, "status"),
+            "SENDING",
+            "{code}: neither SENT nor REJECTED"
+        );
+        assert_eq!(s_(&item, "lease_until"), "0", "{code}: claim released");
+    }
+    assert!(s.provider.accepted().is_empty());
+
+    // The URL fixed: each is sent at once, once.
+    s.provider.set_mode(Mode::Accept);
+    for (i, code) in codes.into_iter().enumerate() {
+        let order = format!("ord-r{code}");
+        let event = stream(vec![record(i as u64 + 1, &order, None, Some("PLACED"))]);
+        let (labels, failed) = run(&n, &event).await;
+        assert_eq!(labels, ["Sent"], "{code}");
+        assert!(failed.is_empty());
+    }
+}
+
+/// A 4xx other than 422 says the request itself is wrong - its URL, method,
+/// size, media type or schema - which refuses every notification alike:
+/// retried (not acknowledged, claim released, not recorded REJECTED) and
+/// logged at ERROR, so a provider's contract change drops nothing.
+#[tokio::test]
+async fn contract_refusals_are_retried_not_recorded_as_rejected() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[]);
+    let codes = [400, 401, 403, 404, 405, 410, 413, 415];
+    let event_for = |i: usize, code: u16| {
+        stream(vec![record(
+            i as u64 + 1,
+            &format!("ord-c{code}"),
+            None,
+            Some("PLACED"),
+        )])
+    };
+    for (i, code) in codes.into_iter().enumerate() {
+        s.provider.set_mode(Mode::Fail(code));
+        let (report, response) = n.handle_batch(&event_for(i, code), far_deadline()).await;
+        let outcome = outcome_of(&report);
+        assert_eq!(
+            outcome,
+            NotifyOutcome::Failed(NotifyError::Misconfigured { status: code }),
+            "{code}"
+        );
+        assert!(!outcome.acknowledge(), "{code}: not acknowledged");
+        assert_eq!(outcome.level(), tracing::Level::ERROR, "{code}: pages");
+        assert!(outcome.is_dependency_failure(), "{code}");
+        assert!(response.is_err(), "{code}: retried as an outage");
+        let item = s
+            .item(&format!("ord-c{code}#order-confirmation"))
+            .await
+            .expect("claimed");
+        assert_eq!(s_(&item, "status"), "SENDING", "{code}: not REJECTED");
+        assert_eq!(s_(&item, "lease_until"), "0", "{code}: claim released");
+        assert!(!item.contains_key("reason"), "{code}");
+    }
+    // The provider's contract restored: every one of them is delivered.
+    s.provider.set_mode(Mode::Accept);
+    for (i, code) in codes.into_iter().enumerate() {
+        let (labels, failed) = run(&n, &event_for(i, code)).await;
+        assert_eq!(labels, ["Sent"], "{code}");
+        assert!(failed.is_empty());
+    }
+    assert_eq!(s.provider.accepted().len(), codes.len());
+}
+
+/// The provider down for every record of a batch: the invocation fails
+/// (OrderNotifier.DependencyOutage, so the Errors alarm fires and Lambda
+/// retries the batch by record age) instead of returning every record as a
+/// partial failure. A batch in which something got through is a partial
+/// response as usual.
+#[tokio::test]
+async fn a_provider_outage_fails_the_invocation_and_a_partial_one_does_not() {
+    let s = Setup::new().await;
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "300")]);
+    // ord-3's confirmation went out before the outage.
+    let (labels, _) = run(&n, &stream(vec![record(1, "ord-3", None, Some("PLACED"))])).await;
+    assert_eq!(labels, ["Sent"]);
+
+    let all_down = stream(vec![
+        record(2, "ord-1", None, Some("PLACED")),
+        record(3, "ord-2", None, Some("PLACED")),
+        record(4, "ord-1", Some("PLACED"), Some("CANCELLED")),
+    ]);
+    for mode in [Mode::Fail(503), Mode::Hang] {
+        s.provider.set_mode(mode);
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = epoch_ms() + 60_000;
+        let err = n
+            .handle(lambda_runtime::LambdaEvent::new(all_down.clone(), context))
+            .await
+            .expect_err("every record failed on the provider");
+        assert_eq!(err.error_type, "OrderNotifier.DependencyOutage", "{mode:?}");
+    }
+
+    // Some records need no delivery (a PAID transition, one already sent):
+    // only the failed one is returned.
+    s.provider.set_mode(Mode::Fail(503));
+    let partly = stream(vec![
+        record(5, "ord-1", None, Some("PLACED")),
+        record(6, "ord-2", Some("PLACED"), Some("PAID")),
+        record(7, "ord-3", None, Some("PLACED")),
+    ]);
+    let (report, response) = n.handle_batch(&partly, far_deadline()).await;
+    let labels: Vec<_> = report.outcomes().map(Verdict::label).collect();
+    assert_eq!(labels, ["Failed", "NothingToSend", "AlreadySent"]);
+    let failed: Vec<_> = response
+        .expect("a partial batch response")
+        .batch_item_failures
+        .into_iter()
+        .filter_map(|f| f.item_identifier)
+        .collect();
+    assert_eq!(failed, [format!("{:021}", 1005)]);
 }

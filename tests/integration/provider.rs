@@ -2,7 +2,7 @@
 //! 127.0.0.1:0 that deduplicates by `Idempotency-Key` like a Stripe-style
 //! API (the first request with a key is accepted, later ones get the same
 //! answer and change nothing), counts what it accepted, and can be told to
-//! fail (an HTTP status) or to hang.
+//! fail (an HTTP status), to redirect to itself, or to hang.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,10 @@ pub enum Mode {
     Accept,
     /// Answer every request with this status (nothing is accepted).
     Fail(u16),
+    /// Answer every request with this 3xx and a `Location` back to the
+    /// provider itself (what a client that follows redirects would then
+    /// request, as a GET for 301/302/303).
+    Redirect(u16),
     /// Read the request and never answer.
     Hang,
 }
@@ -28,6 +32,8 @@ struct State {
     requests: HashMap<String, u32>,
     /// Requests without an Idempotency-Key.
     unkeyed: u32,
+    /// Method -> requests received with it.
+    methods: HashMap<String, u32>,
 }
 
 #[derive(Clone)]
@@ -80,6 +86,17 @@ impl Provider {
         self.state.lock().unwrap().unkeyed
     }
 
+    /// Requests received with this method (`POST`, `GET`, ...).
+    pub fn method_count(&self, method: &str) -> u32 {
+        self.state
+            .lock()
+            .unwrap()
+            .methods
+            .get(method)
+            .copied()
+            .unwrap_or(0)
+    }
+
     async fn serve(&self, mut sock: TcpStream) {
         let mut buf = Vec::new();
         loop {
@@ -87,16 +104,18 @@ impl Provider {
                 return;
             };
             let key = header(&head, "idempotency-key");
+            let method = head.split_whitespace().next().unwrap_or("").to_owned();
             let mode = *self.mode.lock().unwrap();
             let status = {
                 let mut st = self.state.lock().unwrap();
+                *st.methods.entry(method).or_default() += 1;
                 match &key {
                     Some(k) => *st.requests.entry(k.clone()).or_default() += 1,
                     None => st.unkeyed += 1,
                 }
                 match (mode, &key) {
                     (Mode::Hang, _) => None,
-                    (Mode::Fail(code), _) => Some(code),
+                    (Mode::Fail(code) | Mode::Redirect(code), _) => Some(code),
                     (Mode::Accept, None) => Some(400),
                     (Mode::Accept, Some(k)) => {
                         if st.accepted.contains_key(k) {
@@ -113,8 +132,12 @@ impl Provider {
                 return;
             };
             let body = r#"{"ok":true}"#;
+            let location = match mode {
+                Mode::Redirect(_) => format!("Location: {}\r\n", self.url),
+                _ => String::new(),
+            };
             let resp = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                "HTTP/1.1 {status} X\r\n{location}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             );
             if sock.write_all(resp.as_bytes()).await.is_err() {
@@ -128,6 +151,16 @@ impl Provider {
 /// bytes of body) and return the head; None when the connection ends.
 /// `buf` carries bytes already read past the request over to the next call.
 pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    read_request_with_body(sock, buf)
+        .await
+        .map(|(head, _)| head)
+}
+
+/// [`read_request`], keeping the body.
+pub async fn read_request_with_body(
+    sock: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
     let mut chunk = [0u8; 4096];
     let head_end = loop {
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -148,12 +181,12 @@ pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Str
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
-    buf.drain(..head_end + len);
-    Some(head)
+    let body = buf.drain(..head_end + len).skip(head_end).collect();
+    Some((head, body))
 }
 
 /// A header's value, by case-insensitive name.
-fn header(head: &str, name: &str) -> Option<String> {
+pub fn header(head: &str, name: &str) -> Option<String> {
     head.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.trim()
