@@ -49,7 +49,7 @@ $(CARGO_LAMBDA):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
 
-build: $(CARGO_LAMBDA) ## Release build of the three functions for Lambda arm64 (needs the aarch64 target or Zig; see README)
+build: $(CARGO_LAMBDA) ## Release build of the three functions for Lambda arm64 (needs the aarch64 target; see docs/deployment.md)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bins
 
 build-host: $(CARGO_LAMBDA) ## Release build of the three functions for this machine's architecture

@@ -98,7 +98,7 @@ def record(name, ev, n, receive_count=1, fifo_group=None, message_id=None, queue
         attrs.update({
             "SequenceNumber": str(18849496460467696128 + n),
             "MessageGroupId": fifo_group,
-            # The producer's eventId, as the README advises: a re-publish of
+            # The producer's eventId, as docs/deployment.md advises: a re-publish of
             # the same event within SQS's 5-minute window is dropped.
             "MessageDeduplicationId": ev["eventId"],
         })

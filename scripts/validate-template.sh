@@ -47,7 +47,7 @@ SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
 # --include-checks I: informational findings (e.g. I3011, missing
 # DeletionPolicy on stateful resources) are opt-in in cfn-lint; keep them at
 # zero too. Any accepted finding must be suppressed on its resource with
-# Metadata.cfn-lint.config.ignore_checks and listed in README.md ("Template checks").
+# Metadata.cfn-lint.config.ignore_checks and listed in docs/deployment.md ("Template checks").
 step "cfn-lint --include-checks I $TEMPLATE"
 "$VENV/bin/cfn-lint" --include-checks I -- "$TEMPLATE"
 

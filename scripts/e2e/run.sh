@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make e2e`: deploy the project's own template.yaml into MiniStack (a local AWS
 # emulator) and prove SQS -> Lambda -> DynamoDB with real redelivery and a
-# real DLQ. See README.md, "End-to-end locally".
+# real DLQ. See docs/end-to-end.md.
 #
 # 1. installs pinned ministack, aws-sam-translator and boto3 into .venv-e2e
 #    (once; a stamp file holds the hash of scripts/e2e/requirements.txt);

@@ -5,7 +5,7 @@
 //! front and a fault-injecting TCP proxy between the function and DynamoDB.
 //!
 //! Needs `target/release/order-consumer` (or `ORDER_CONSUMER_BIN`):
-//! `cargo build --release --bin order-consumer`. See README.md, RELIABILITY.
+//! `cargo build --release --bin order-consumer`. See docs/reliability.md.
 //!
 //! Harness: `runtime_api` (Lambda Runtime API emulator), `function` (the
 //! binary as an execution environment), `sqs` (queue + event source
