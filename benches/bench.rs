@@ -15,9 +15,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use order_consumer::domain::{Outcome, classify_refusal};
-use order_consumer::event::parse_body;
-use order_consumer::store::OrderStore;
+use order_consumer::orders::domain::{Outcome, classify_refusal};
+use order_consumer::orders::event::parse_body;
+use order_consumer::orders::store::OrderStore;
 use serde_json::Value;
 
 #[allow(dead_code)]
@@ -265,8 +265,8 @@ fn cpu_per_message(r: &mut Report) {
     }
     let build = t.elapsed().as_nanos() as f64 / iterations as f64;
 
-    let snapshot = order_consumer::domain::OrderSnapshot {
-        status: order_consumer::domain::Status::Delivered,
+    let snapshot = order_consumer::orders::domain::OrderSnapshot {
+        status: order_consumer::orders::domain::Status::Delivered,
         last_event_seq: 4,
         last_event_id: "x".into(),
         event_hash: "y".into(),

@@ -2,12 +2,12 @@
 //!
 //! Starts a DynamoDB-compatible server (dynoxide, in this process, on a free
 //! port of 127.0.0.1), creates the orders table, and runs the function's real
-//! handler ([`Consumer::handle_batch`], the same code the Lambda binary runs,
+//! handler ([`OrderFunction::handle_batch`], the same code the Lambda binary runs,
 //! with the same SDK client talking HTTP) on each sample event in
 //! events/scenarios.json order. For every record it prints the outcome next to
 //! the outcome the scenario expects, then the batch item failures, and at the
 //! end the orders table. Then the same for the payment ledger
-//! (`LedgerConsumer::handle_batch` on events/ledger/), ending with the
+//! (`LedgerFunction::handle_batch` on events/ledger/), ending with the
 //! accounts and the ledger entries. Finally it feeds the orders table's real
 //! stream (recorded by dynoxide during the order scenarios) to the order
 //! notifier, with a local provider that deduplicates by Idempotency-Key, and
@@ -21,17 +21,16 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::Consumer;
-use order_consumer::batch::{BatchError, BatchReport, Verdict};
-use order_consumer::config::Config;
-use order_consumer::event::parse_body;
-use order_consumer::ledger::event::parse_ledger_body;
+use order_consumer::core::batch::{BatchError, BatchReport, Verdict};
+use order_consumer::core::records::{SqsInput, StrictInput};
+use order_consumer::ledger::event as ledger_event;
 use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
-use order_consumer::metrics::OutcomeCounts;
+use order_consumer::ledger::{LedgerConfig, LedgerFunction};
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};
-use order_consumer::sqs::SqsInput;
-use order_consumer::store::{self, OrderStore};
+use order_consumer::orders::OrderConfig;
+use order_consumer::orders::OrderFunction;
+use order_consumer::orders::event as order_event;
+use order_consumer::orders::store::{self, OrderStore};
 use serde::Deserialize;
 
 #[path = "../tests/integration/stream_records.rs"]
@@ -76,23 +75,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("local", "local", None, None, "demo"))
             .endpoint_url(&endpoint)
-            .retry_config(store::retry_config())
-            .timeout_config(store::timeout_config())
+            .retry_config(order_consumer::core::dynamo::retry_config())
+            .timeout_config(order_consumer::core::dynamo::timeout_config())
             .build(),
     );
     // With its stream, as in template.yaml: the order notifier reads it below.
     store::create_table_with_stream(&client, TABLE).await?;
     println!("created table `{TABLE}`\n");
 
-    let config = Config::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
-    let consumer = Consumer::new(OrderStore::new(client.clone(), TABLE), config);
+    let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
+    let consumer = OrderFunction::new(OrderStore::new(client.clone(), TABLE), config);
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
     let deadline = || tokio::time::Instant::now() + Duration::from_secs(30);
     let mut mismatches = run_scenarios(
         &dir,
         async |event| consumer.handle_batch(event, deadline()).await,
-        |body| match parse_body(body) {
+        |body| match order_event::parse_body(body) {
             Ok(ev) => format!("{} {} seq {}", ev.order_id, ev.kind(), ev.seq.get()),
             Err(_) => "(unparseable body)".to_owned(),
         },
@@ -101,19 +100,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print_table(&client).await?;
 
     println!("\n==== the payment ledger: one TransactWriteItems per event ====\n");
-    store::create_table_with_key(&client, LEDGER, ENTRY_KEY).await?;
-    store::create_table_with_key(&client, ACCOUNTS, ACCOUNT_KEY).await?;
+    order_consumer::core::dynamo::create_table_with_key(&client, LEDGER, ENTRY_KEY).await?;
+    order_consumer::core::dynamo::create_table_with_key(&client, ACCOUNTS, ACCOUNT_KEY).await?;
     println!("created tables `{LEDGER}` and `{ACCOUNTS}`\n");
     let ledger_config = LedgerConfig::from_lookup(|k| match k {
         "LEDGER_TABLE" => Some(LEDGER.to_owned()),
         "ACCOUNTS_TABLE" => Some(ACCOUNTS.to_owned()),
         _ => None,
     })?;
-    let ledger = LedgerConsumer::new(client.clone(), ledger_config);
+    let ledger = LedgerFunction::new(client.clone(), ledger_config);
     mismatches += run_scenarios(
         &dir.join("ledger"),
         async |event| ledger.handle_batch(event, deadline()).await,
-        |body| match parse_ledger_body(body) {
+        |body| match ledger_event::parse_body(body) {
             Ok(ev) => format!(
                 "{} {} {} {}",
                 ev.account_id,
@@ -190,7 +189,7 @@ async fn run_scenarios<O: Verdict>(
                 }
             );
         }
-        let counts = OutcomeCounts::tally(report.outcomes());
+        let counts = report.counts();
         let nonzero: Vec<String> = counts
             .0
             .iter()
@@ -324,8 +323,12 @@ async fn notify(
     client: &aws_sdk_dynamodb::Client,
     db: &dynoxide::Database,
 ) -> Result<usize, Box<dyn std::error::Error>> {
-    store::create_table_with_key(client, NOTIFICATIONS, order_consumer::notifier::store::KEY)
-        .await?;
+    order_consumer::core::dynamo::create_table_with_key(
+        client,
+        NOTIFICATIONS,
+        order_consumer::notifier::store::KEY,
+    )
+    .await?;
     let provider = provider::Provider::start().await;
     let config = NotifierConfig::from_lookup(|k| match k {
         "NOTIFICATIONS_TABLE" => Some(NOTIFICATIONS.to_owned()),
@@ -344,7 +347,8 @@ async fn notify(
         println!("== {pass}");
         let mut counts: HashMap<&'static str, usize> = HashMap::new();
         for chunk in records.chunks(10) {
-            let event = serde_json::from_value(serde_json::json!({ "Records": chunk }))?;
+            let event: aws_lambda_events::event::dynamodb::Event =
+                serde_json::from_value(serde_json::json!({ "Records": chunk }))?;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             let (report, _) = notifier.handle_batch(&event, deadline).await;
             for (record, rep) in chunk.iter().zip(&report.records) {

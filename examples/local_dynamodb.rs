@@ -7,7 +7,7 @@
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::store;
+use order_consumer::orders::store;
 
 fn client(endpoint: &str) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::from_conf(

@@ -13,8 +13,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use order_consumer::cache::{Committed, DedupeCache};
-use order_consumer::event::{OrderEvent, parse_body};
+use order_consumer::orders::cache::{Committed, DedupeCache};
+use order_consumer::orders::event::{OrderEvent, parse_body};
 
 /// What malloc adds to each allocation (its chunk header and alignment),
 /// counted on top of the requested size.

@@ -3,11 +3,9 @@
 //! as the other functions: configuration, telemetry and clients once per
 //! cold start, plus one read of the webhook URL from SSM.
 
-use lambda_runtime::{LambdaEvent, service_fn};
-use order_consumer::bootstrap;
+use order_consumer::core::bootstrap;
 use order_consumer::notifier::url::{self, WebhookSource};
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};
-use order_consumer::sqs::StreamInput;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -37,11 +35,5 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         e
     })?;
 
-    // Read strictly, as the SQS functions do: records must be JSON objects.
-    lambda_runtime::run(service_fn(|event: LambdaEvent<StreamInput>| {
-        let notifier = &notifier;
-        let event = LambdaEvent::new(event.payload.into_inner(), event.context);
-        async move { notifier.handle(event).await }
-    }))
-    .await
+    notifier.serve().await
 }

@@ -3,10 +3,8 @@
 //! `order-consumer`: configuration, telemetry and the client once per cold
 //! start.
 
-use lambda_runtime::{LambdaEvent, service_fn};
-use order_consumer::bootstrap;
-use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
-use order_consumer::sqs::SqsInput;
+use order_consumer::core::bootstrap;
+use order_consumer::ledger::{LedgerConfig, LedgerFunction};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -20,12 +18,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let ledger = LedgerConsumer::new(client, config);
+    let ledger = LedgerFunction::new(client, config);
 
-    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsInput>| {
-        let ledger = &ledger;
-        let event = LambdaEvent::new(event.payload.into_inner(), event.context);
-        async move { ledger.handle(event).await }
-    }))
-    .await
+    ledger.serve().await
 }

@@ -15,9 +15,9 @@
 
 use tracing::Level;
 
-use crate::batch::{Skip, Verdict};
-use crate::error::StoreError;
-use crate::event::ParseError;
+use crate::core::batch::{Skip, Verdict};
+use crate::core::error::StoreError;
+use crate::core::wire::ParseError;
 use crate::ledger::event::{LedgerEvent, Movement};
 
 /// A ledger entry as stored (the fields classification needs).
@@ -406,21 +406,21 @@ fn other_code<T>(r: &Reason<T>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::event::parse_ledger_body;
+    use crate::ledger::event::parse_body;
     use serde_json::json;
 
     fn capture(amount: u64) -> LedgerEvent {
         let v = json!({"eventId": "e1", "type": "PaymentCaptured", "paymentId": "p1",
                        "accountId": "a1", "amount": amount, "currency": "INR",
                        "occurredAt": "2026-11-29T10:15:00Z"});
-        parse_ledger_body(Some(&v.to_string())).unwrap()
+        parse_body(Some(&v.to_string())).unwrap()
     }
 
     fn refund(amount: u64) -> LedgerEvent {
         let v = json!({"eventId": "e2", "type": "PaymentRefunded", "paymentId": "p1",
                        "refundId": "r1", "accountId": "a1", "amount": amount,
                        "currency": "INR", "occurredAt": "2026-11-29T11:15:00Z"});
-        parse_ledger_body(Some(&v.to_string())).unwrap()
+        parse_body(Some(&v.to_string())).unwrap()
     }
 
     fn entry(account: &str, amount: i128, refundable: Option<i128>) -> EntrySnapshot {

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::event::{
+use crate::core::wire::{
     Amount, Currency, Id, ParseError, Timestamp, as_object, invalid, parse_wrapped, req_amount_at,
     req_currency_at, req_id, req_str,
 };
@@ -106,7 +106,7 @@ pub fn capture_entry_id(payment_id: &str) -> String {
 }
 
 /// Parse one SQS message body (plain, SNS- or EventBridge-wrapped).
-pub fn parse_ledger_body(body: Option<&str>) -> Result<LedgerEvent, ParseError> {
+pub fn parse_body(body: Option<&str>) -> Result<LedgerEvent, ParseError> {
     parse_wrapped(body, parse_event)
 }
 
@@ -155,7 +155,7 @@ mod tests {
     }
 
     fn parse(v: &Value) -> Result<LedgerEvent, ParseError> {
-        parse_ledger_body(Some(&v.to_string()))
+        parse_body(Some(&v.to_string()))
     }
 
     #[test]
@@ -198,7 +198,7 @@ mod tests {
         let mut v = capture();
         v["type"] = json!("PaymentTeleported");
         assert!(matches!(parse(&v), Err(ParseError::UnknownType)));
-        assert_eq!(parse_ledger_body(None), Err(ParseError::MissingBody));
+        assert_eq!(parse_body(None), Err(ParseError::MissingBody));
     }
 
     #[test]

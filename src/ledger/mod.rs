@@ -18,46 +18,45 @@
 //! - [`domain`]: [`LedgerOutcome`] and the classification of a cancelled
 //!   transaction from its reasons, and of a refused suspense Put. Pure.
 //! - [`store`]: the adapter that builds the transaction and the suspense Put.
-//! - [`Ledger`] (here): the [`Handler`] the shared batch machinery runs;
-//!   [`LedgerConsumer`]: the Lambda function.
+//! - [`LedgerHandler`] (here): the [`Handler`] the shared batch machinery runs;
+//!   [`LedgerFunction`]: the Lambda function.
 
 pub mod domain;
 pub mod event;
 pub mod store;
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use lambda_runtime::LambdaEvent;
-use tokio::time::Instant;
+use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Span, field};
 
-use crate::batch::{self, BatchReport, Cx, Handler, Settings};
-use crate::config::{ConfigError, Runtime, required};
-use crate::event::ParseError;
+use crate::core::batch::{BatchContext, Handler};
+use crate::core::config::{ConfigError, Runtime, required};
+use crate::core::function::Function;
+use crate::core::wire::ParseError;
 use domain::Decision;
 pub use domain::LedgerOutcome;
 pub use event::LedgerEvent;
-use event::{Movement, parse_ledger_body};
+use event::{Movement, parse_body};
 use store::{LedgerStore, Parked, Txn};
 
 /// The ledger's record handling.
 #[derive(Debug)]
-pub struct Ledger {
+pub struct LedgerHandler {
     store: LedgerStore,
 }
 
-impl Ledger {
+impl LedgerHandler {
     pub fn new(store: LedgerStore) -> Self {
-        Ledger { store }
+        LedgerHandler { store }
     }
 }
 
-impl Handler for Ledger {
+impl Handler for LedgerHandler {
     type Record = SqsMessage;
     type Event = LedgerEvent;
     type Outcome = LedgerOutcome;
 
     fn parse(&self, record: &SqsMessage) -> Result<LedgerEvent, ParseError> {
-        parse_ledger_body(record.body.as_deref())
+        parse_body(record.body.as_deref())
     }
 
     /// One account's records are applied one after another: they all update
@@ -88,7 +87,7 @@ impl Handler for Ledger {
         )
     }
 
-    async fn apply(&self, ev: &LedgerEvent, _cx: &Cx) -> LedgerOutcome {
+    async fn apply(&self, ev: &LedgerEvent, _cx: &BatchContext) -> LedgerOutcome {
         let reason = match self.store.apply(ev).await {
             Ok(Txn::Committed) => return LedgerOutcome::Applied,
             Ok(Txn::Cancelled(c)) => match domain::classify_cancellation(ev, &c) {
@@ -135,52 +134,14 @@ impl LedgerConfig {
     }
 }
 
-/// The `payment-ledger` function: built once per cold start.
-#[derive(Debug)]
-pub struct LedgerConsumer {
-    ledger: Ledger,
-    config: LedgerConfig,
-}
+/// The `payment-ledger` function: built once per cold start. Invocation
+/// errors are `PaymentLedger.<case>`.
+pub type LedgerFunction = Function<LedgerHandler>;
 
-impl LedgerConsumer {
+impl Function<LedgerHandler> {
     pub fn new(client: aws_sdk_dynamodb::Client, config: LedgerConfig) -> Self {
         let store = LedgerStore::new(client, &config.ledger_table, &config.accounts_table);
-        LedgerConsumer {
-            ledger: Ledger::new(store),
-            config,
-        }
-    }
-
-    pub fn settings(&self) -> Settings {
-        self.config.runtime.settings()
-    }
-
-    /// The Lambda entry point. Invocation errors are reported as
-    /// `PaymentLedger.DependencyOutage` / `PaymentLedger.RecordWithoutMessageId`.
-    pub async fn handle(
-        &self,
-        event: LambdaEvent<SqsEvent>,
-    ) -> Result<SqsBatchResponse, lambda_runtime::Diagnostic> {
-        batch::handle(
-            &self.ledger,
-            self.settings(),
-            self.config.runtime.metrics(),
-            event,
-        )
-        .await
-        .map_err(|e| e.diagnostic("PaymentLedger"))
-    }
-
-    /// Process a batch, keeping the per-record report (tests, the demo).
-    pub async fn handle_batch(
-        &self,
-        event: &SqsEvent,
-        deadline: Instant,
-    ) -> (
-        BatchReport<LedgerOutcome>,
-        Result<SqsBatchResponse, batch::BatchError>,
-    ) {
-        batch::handle_batch(&self.ledger, self.settings(), event, deadline).await
+        Function::with_handler(LedgerHandler::new(store), config.runtime, "PaymentLedger")
     }
 }
 
@@ -210,7 +171,7 @@ mod tests {
         assert_eq!(c.runtime.metrics_namespace, "PaymentLedger");
         assert_eq!(
             c.runtime.max_concurrency,
-            crate::config::DEFAULT_MAX_CONCURRENCY
+            crate::core::config::DEFAULT_MAX_CONCURRENCY
         );
         assert!(
             env(&[

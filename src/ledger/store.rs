@@ -14,8 +14,6 @@
 //! refusal (`ALL_OLD`) when it already exists.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -26,12 +24,13 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
-use crate::error::StoreError;
+use crate::core::dynamo::{by_code, transport_error};
+use crate::core::error::StoreError;
+use crate::core::time::{epoch_ms, unique_id};
 use crate::ledger::domain::{
     AccountSnapshot, Cancellation, EntrySnapshot, Reason, SuspenseReason, SuspenseSnapshot,
 };
 use crate::ledger::event::{LedgerEvent, Movement};
-use crate::store::{by_code, transport_error};
 
 /// The ledger table's hash key.
 pub const ENTRY_KEY: &str = "entry_id";
@@ -104,13 +103,11 @@ impl LedgerStore {
         ev: &LedgerEvent,
         reason: &SuspenseReason,
     ) -> Result<Parked, StoreError> {
-        let attempt = attempt_id();
+        // The SDK re-sends the same request on its retries, so they share it.
+        let attempt = unique_id();
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let n = |v: i128| AttributeValue::N(v.to_string());
-        let parked_at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
+        let parked_at = epoch_ms();
         let mut item: Item = HashMap::from([
             (ENTRY_KEY.to_owned(), s(&ev.suspense_entry_id())),
             ("event_id".to_owned(), s(ev.event_id.as_str())),
@@ -300,24 +297,6 @@ fn map_put_error(err: SdkError<PutItemError>) -> Result<Option<SuspenseSnapshot>
     };
     tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "suspense PutItem failed");
     Err(mapped)
-}
-
-/// A unique id for one suspense Put (the SDK re-sends the same request on
-/// its retries, so they share it): process start, pid and a counter.
-fn attempt_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    static STARTED: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
-    let started = STARTED.get_or_init(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    });
-    format!(
-        "{started:x}-{:x}-{:x}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 fn cancellation(

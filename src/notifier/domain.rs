@@ -7,10 +7,10 @@ use std::fmt;
 use serde_json::{Value, json};
 use tracing::Level;
 
-use crate::batch::{Skip, Verdict};
-use crate::domain::Status;
-use crate::error::StoreError;
-use crate::event::ParseError;
+use crate::core::batch::{Skip, Verdict};
+use crate::core::error::StoreError;
+use crate::core::wire::ParseError;
+use crate::orders::domain::Status;
 
 /// The notifications customers get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -19,7 +19,7 @@
 //!   redirects) and what each HTTP status means.
 //! - [`url`]: which webhook URLs are accepted, and reading the URL from its
 //!   SSM SecureString parameter at cold start.
-//! - [`Notifier`] (here): the [`Handler`] the shared batch machinery runs
+//! - [`NotifierHandler`] (here): the [`Handler`] the shared batch machinery runs
 //!   (stream records are strictly ordered per order); [`NotifierFunction`]:
 //!   the Lambda function, reporting failed records by SequenceNumber.
 
@@ -28,21 +28,20 @@ pub mod store;
 pub mod url;
 pub mod webhook;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use lambda_runtime::LambdaEvent;
+use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::Deserialize;
 use tokio::time::Instant;
 use tracing::{Span, field};
 
 use self::url::{WebhookSource, WebhookUrl};
-use crate::batch::{self, BatchReport, Cx, Handler, Settings};
-use crate::config::{ConfigError, Runtime, parse_in, required};
-use crate::domain::Status;
-use crate::event::ParseError;
+use crate::core::batch::{BatchContext, Handler};
+use crate::core::config::{ConfigError, Runtime, parse_in, required};
+use crate::core::function::Function;
+use crate::core::time::{epoch_ms, unique_id};
+use crate::core::wire::ParseError;
+use crate::orders::domain::Status;
 use domain::{Change, NotifyError, NotifyOutcome, classify_claim_refusal, notification_for};
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
@@ -52,14 +51,14 @@ const LEASE_SLACK: Duration = Duration::from_secs(2);
 
 /// The notifier's record handling.
 #[derive(Debug)]
-pub struct Notifier {
+pub struct NotifierHandler {
     store: NotificationStore,
     webhook: Webhook,
 }
 
-impl Notifier {
+impl NotifierHandler {
     pub fn new(store: NotificationStore, webhook: Webhook) -> Self {
-        Notifier { store, webhook }
+        NotifierHandler { store, webhook }
     }
 }
 
@@ -119,25 +118,7 @@ pub fn parse_change(record: &EventRecord) -> Result<Change, ParseError> {
     })
 }
 
-fn epoch_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// A claim id unique to this attempt (process, time, counter).
-fn claim_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}-{}",
-        std::process::id(),
-        epoch_ms(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-impl Handler for Notifier {
+impl Handler for NotifierHandler {
     type Record = EventRecord;
     type Event = Change;
     type Outcome = NotifyOutcome;
@@ -167,13 +148,13 @@ impl Handler for Notifier {
     }
 
     /// A change that notifies nobody costs nothing, not even time.
-    fn settle_without_io(&self, change: &Change, _cx: &Cx) -> Option<NotifyOutcome> {
+    fn settle_without_io(&self, change: &Change, _cx: &BatchContext) -> Option<NotifyOutcome> {
         notification_for(change)
             .is_none()
             .then_some(NotifyOutcome::NothingToSend)
     }
 
-    async fn apply(&self, change: &Change, cx: &Cx) -> NotifyOutcome {
+    async fn apply(&self, change: &Change, cx: &BatchContext) -> NotifyOutcome {
         let Some(n) = notification_for(change) else {
             return NotifyOutcome::NothingToSend;
         };
@@ -190,7 +171,7 @@ impl Handler for Notifier {
                 .saturating_duration_since(Instant::now())
                 .min(attempt)
                 .as_millis() as u64;
-        let claim = claim_id();
+        let claim = unique_id();
         match self.store.claim(&n, &claim, lease_until, now).await {
             Ok(Claim::Granted) => {}
             Ok(Claim::Refused(stored)) => return classify_claim_refusal(stored.as_ref(), now),
@@ -279,14 +260,12 @@ impl NotifierConfig {
     }
 }
 
-/// The `order-notifier` function: built once per cold start.
-#[derive(Debug)]
-pub struct NotifierFunction {
-    notifier: Notifier,
-    config: NotifierConfig,
-}
+/// The `order-notifier` function: built once per cold start. Failed
+/// records are reported by their SequenceNumber (Lambda retries the shard
+/// from the lowest one); invocation errors are `OrderNotifier.<case>`.
+pub type NotifierFunction = Function<NotifierHandler>;
 
-impl NotifierFunction {
+impl Function<NotifierHandler> {
     /// `webhook_url`: the configured literal, or what the bootstrap read
     /// from SSM ([`url::webhook_url`]).
     pub fn new(
@@ -296,57 +275,11 @@ impl NotifierFunction {
     ) -> Result<Self, reqwest::Error> {
         let webhook = Webhook::new(webhook_url, config.webhook_timeout)?;
         let store = NotificationStore::new(client, &config.notifications_table);
-        Ok(NotifierFunction {
-            notifier: Notifier::new(store, webhook),
-            config,
-        })
-    }
-
-    pub fn settings(&self) -> Settings {
-        self.config.runtime.settings()
-    }
-
-    /// The Lambda entry point: failed records are reported by their
-    /// SequenceNumber, and Lambda retries the shard from the lowest one.
-    pub async fn handle(
-        &self,
-        event: LambdaEvent<StreamEvent>,
-    ) -> Result<DynamoDbEventResponse, lambda_runtime::Diagnostic> {
-        let deadline = batch::deadline_from_epoch_ms(event.context.deadline);
-        tracing::info!(
-            request_id = %event.context.request_id,
-            records = event.payload.records.len(),
-            "stream batch received"
-        );
-        let (report, response) = self.handle_batch(&event.payload, deadline).await;
-        batch::emit_metrics(self.config.runtime.metrics(), &report);
-        response.map_err(|e| e.diagnostic("OrderNotifier"))
-    }
-
-    /// Process a stream batch, keeping the per-record report (tests, demo).
-    pub async fn handle_batch(
-        &self,
-        event: &StreamEvent,
-        deadline: Instant,
-    ) -> (
-        BatchReport<NotifyOutcome>,
-        Result<DynamoDbEventResponse, batch::BatchError>,
-    ) {
-        let report =
-            batch::process(&self.notifier, self.settings(), &event.records, deadline).await;
-        let response = report.failures().map(|ids| {
-            let mut response = DynamoDbEventResponse::default();
-            for id in ids {
-                let mut failure = DynamoDbBatchItemFailure::default();
-                failure.item_identifier = Some(id);
-                response.batch_item_failures.push(failure);
-            }
-            response
-        });
-        if let Err(e) = &response {
-            tracing::error!(error = %e, "failing the invocation");
-        }
-        (report, response)
+        Ok(Function::with_handler(
+            NotifierHandler::new(store, webhook),
+            config.runtime,
+            "OrderNotifier",
+        ))
     }
 }
 

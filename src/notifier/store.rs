@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::error::StoreError;
+use crate::core::dynamo::{Conditional, send_conditional};
+use crate::core::error::StoreError;
 use crate::notifier::domain::{Notification, Stored};
-use crate::store::{Conditional, send_conditional};
 
 /// The table's hash key: `{orderId}#{template}`.
 pub const KEY: &str = "notification_id";

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use order_consumer::batch::BatchError;
-use order_consumer::domain::{Outcome, Skip};
-use order_consumer::error::StoreError;
-use order_consumer::store::OrderStore;
+use order_consumer::core::batch::BatchError;
+use order_consumer::core::batch::Skip;
+use order_consumer::core::error::StoreError;
+use order_consumer::orders::domain::Outcome;
+use order_consumer::orders::store::OrderStore;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::time::Instant;

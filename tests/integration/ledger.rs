@@ -2,13 +2,13 @@
 //! classification of a (cancelled) TransactWriteItems, with the balance and
 //! the entries checked after each step.
 
-use order_consumer::batch::Verdict;
-use order_consumer::error::StoreError;
+use order_consumer::core::batch::Verdict;
+use order_consumer::core::error::StoreError;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use order_consumer::ledger::domain::{LedgerConflict, SuspenseReason};
-use order_consumer::ledger::{LedgerConsumer, LedgerOutcome};
+use order_consumer::ledger::{LedgerFunction, LedgerOutcome};
 
 use serde_json::json;
 
@@ -204,7 +204,7 @@ async fn a_refund_beyond_its_capture_is_parked_in_suspense_then_acknowledged() {
     );
     assert!(db.entry("refund:r2").await.is_none());
     assert_eq!(db.entries().await.len(), 3, "capture, refund, one suspense");
-    let counts = order_consumer::metrics::OutcomeCounts::tally(report.outcomes());
+    let counts = report.counts();
     assert_eq!(counts.get("Suspended"), 1);
 
     // SQS redelivers it, and the producer re-publishes it under a new
@@ -341,7 +341,7 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
         ("PutItem", 500, PUT_FAILS),
     ]))
     .await;
-    let l = LedgerConsumer::new(client_for(&url), test_ledger_config());
+    let l = LedgerFunction::new(client_for(&url), test_ledger_config());
     let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
     let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
     assert_eq!(
@@ -401,7 +401,7 @@ async fn invalid_bodies_fail_alone() {
 async fn a_transaction_conflict_is_a_retryable_failure() {
     const BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}"#;
     let (url, requests) = faulty_dynamodb(Fault::Body(400, BODY)).await;
-    let l = LedgerConsumer::new(client_for(&url), test_ledger_config());
+    let l = LedgerFunction::new(client_for(&url), test_ledger_config());
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500), invalid_body()]),
@@ -425,7 +425,7 @@ async fn a_transaction_conflict_is_a_retryable_failure() {
 #[tokio::test]
 async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocation() {
     let (url, requests) = faulty_dynamodb(Fault::Error(400, "ThrottlingException")).await;
-    let l = LedgerConsumer::new(client_for(&url), test_ledger_config());
+    let l = LedgerFunction::new(client_for(&url), test_ledger_config());
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500)]),

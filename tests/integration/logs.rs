@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use order_consumer::bootstrap::json_logs;
+use order_consumer::core::bootstrap::json_logs;
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::batch::{BatchError, Verdict};
+use order_consumer::core::batch::{BatchError, Verdict};
 use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
 use order_consumer::notifier::url::{URL_VAR, WebhookUrl};
@@ -420,7 +420,7 @@ async fn notifications_from_the_real_stream_are_sent_once() {
     );
 
     let table = "notifications".to_owned();
-    order_consumer::store::create_table_with_key(&sdb.client, &table, KEY)
+    order_consumer::core::dynamo::create_table_with_key(&sdb.client, &table, KEY)
         .await
         .expect("notifications table");
     let provider = Provider::start().await;
@@ -494,7 +494,7 @@ fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {
     s(item, key)
 }
 
-fn outcome_of(report: &order_consumer::batch::BatchReport<NotifyOutcome>) -> NotifyOutcome {
+fn outcome_of(report: &order_consumer::core::batch::BatchReport<NotifyOutcome>) -> NotifyOutcome {
     report.records[0].outcome.clone()
 }
 

@@ -1,8 +1,8 @@
 //! One test per outcome row, against a real DynamoDB-compatible server.
 
-use order_consumer::domain::{ConflictKind, Outcome, Status};
-use order_consumer::error::StoreError;
-use order_consumer::event::{EventKind, ParseError};
+use order_consumer::core::error::StoreError;
+use order_consumer::orders::domain::{ConflictKind, Outcome, Status};
+use order_consumer::orders::event::{EventKind, ParseError};
 use serde_json::json;
 
 use crate::support::*;
@@ -258,7 +258,7 @@ async fn rejected_is_acknowledged_and_counted() {
     assert_eq!(db.rejected("ord-1").await, ["e3", "e4"]);
     let item = db.item("ord-1").await.expect("item");
     assert_eq!(s(&item, "last_event_seq"), "4");
-    let counts = order_consumer::metrics::OutcomeCounts::tally(report.outcomes());
+    let counts = report.counts();
     assert_eq!(counts.get("Rejected"), 2);
 }
 
@@ -399,7 +399,7 @@ async fn invalid_bodies_fail_alone_with_a_specific_reason() {
 #[tokio::test]
 async fn missing_table_fails_the_invocation() {
     let db = TestDb::new().await;
-    let store = order_consumer::store::OrderStore::new(db.client.clone(), "no-such-table");
+    let store = order_consumer::orders::store::OrderStore::new(db.client.clone(), "no-such-table");
     let c = consumer_with(store, &[]);
     let event = batch_of(&[
         body("ord-1", 1, "OrderPlaced", "e1"),
@@ -413,7 +413,7 @@ async fn missing_table_fails_the_invocation() {
     );
     assert_eq!(
         response.unwrap_err(),
-        order_consumer::batch::BatchError::Outage(2)
+        order_consumer::core::batch::BatchError::Outage(2)
     );
 }
 

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use order_consumer::domain::Outcome;
-use order_consumer::sqs::SqsInput;
+use order_consumer::core::records::{SqsInput, StrictInput};
+use order_consumer::orders::domain::Outcome;
 use serde::Deserialize;
 
 use crate::support::*;

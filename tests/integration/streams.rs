@@ -5,7 +5,7 @@
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::Client;
-use order_consumer::store::{self, OrderStore};
+use order_consumer::orders::store::{self, OrderStore};
 use serde_json::{Value, json};
 
 use crate::support::client_for;

@@ -21,13 +21,13 @@ use aws_sdk_dynamodb::config::{
 };
 use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::Consumer;
-use order_consumer::batch::{BatchReport, Verdict};
-use order_consumer::config::Config;
-use order_consumer::domain::Outcome;
+use order_consumer::core::batch::{BatchReport, Verdict};
 use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-use order_consumer::ledger::{LedgerConfig, LedgerConsumer};
-use order_consumer::store::{self, OrderStore};
+use order_consumer::ledger::{LedgerConfig, LedgerFunction};
+use order_consumer::orders::OrderConfig;
+use order_consumer::orders::OrderFunction;
+use order_consumer::orders::domain::Outcome;
+use order_consumer::orders::store::{self, OrderStore};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -61,15 +61,15 @@ pub fn client_for(endpoint: &str) -> Client {
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "static"))
         .endpoint_url(endpoint)
-        .retry_config(store::retry_config())
-        .timeout_config(store::timeout_config())
+        .retry_config(order_consumer::core::dynamo::retry_config())
+        .timeout_config(order_consumer::core::dynamo::timeout_config())
         .build();
     Client::from_conf(conf)
 }
 
 /// A consumer whose DynamoDB endpoint is a local port nobody listens on
 /// (bound, read, closed): every request fails to connect.
-pub fn unreachable_consumer() -> Consumer {
+pub fn unreachable_consumer() -> OrderFunction {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("addr").port()
@@ -94,8 +94,8 @@ pub async fn start_dynoxide() -> String {
 /// servers).
 async fn external_client() -> Client {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .retry_config(store::retry_config())
-        .timeout_config(store::timeout_config());
+        .retry_config(order_consumer::core::dynamo::retry_config())
+        .timeout_config(order_consumer::core::dynamo::timeout_config());
     if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
         loader = loader.region(Region::new("us-east-1"));
     }
@@ -157,7 +157,7 @@ impl TestDb {
     #[allow(dead_code)]
     pub async fn extra_table(&self, suffix: &str, key: &str) -> String {
         let name = format!("{}-{suffix}", self.table);
-        store::create_table_with_key(&self.client, &name, key)
+        order_consumer::core::dynamo::create_table_with_key(&self.client, &name, key)
             .await
             .expect("create table");
         if let Ok(mut tables) = self.extra_tables.lock() {
@@ -177,13 +177,13 @@ impl TestDb {
         OrderStore::new(self.client.clone(), self.table.clone())
     }
 
-    pub fn consumer(&self) -> Consumer {
+    pub fn consumer(&self) -> OrderFunction {
         consumer_with(self.store(), &[])
     }
 
     /// A consumer whose DynamoDB client counts every HTTP request it sends
     /// (each attempt, retries included), with extra environment.
-    pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (Consumer, RequestCounter) {
+    pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (OrderFunction, RequestCounter) {
         let counter = RequestCounter::default();
         let c = self.consumer_with_client(env, |b| b.interceptor(counter.clone()));
         (c, counter)
@@ -197,7 +197,7 @@ impl TestDb {
     pub fn counted_consumer_without_retries(
         &self,
         env: &[(&str, &str)],
-    ) -> (Consumer, RequestCounter) {
+    ) -> (OrderFunction, RequestCounter) {
         let counter = RequestCounter::default();
         let c = self.consumer_with_client(env, |b| {
             b.interceptor(counter.clone())
@@ -211,7 +211,7 @@ impl TestDb {
         &self,
         env: &[(&str, &str)],
         configure: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
-    ) -> Consumer {
+    ) -> OrderFunction {
         let conf = configure(self.client.config().to_builder()).build();
         let store = OrderStore::new(Client::from_conf(conf), self.table.clone());
         consumer_with(store, env)
@@ -335,15 +335,15 @@ impl Intercept for RequestCounter {
     }
 }
 
-pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> Consumer {
+pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> OrderFunction {
     let mut vars: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     vars.entry("TABLE_NAME".into())
         .or_insert_with(|| store.table().to_owned());
-    let config = Config::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
-    Consumer::new(store, config)
+    let config = OrderConfig::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
+    OrderFunction::new(store, config)
 }
 
 pub fn s(item: &HashMap<String, AttributeValue>, key: &str) -> String {
@@ -441,7 +441,7 @@ pub fn far_deadline() -> Instant {
     Instant::now() + Duration::from_secs(60)
 }
 
-pub fn labels(report: &BatchReport) -> Vec<&'static str> {
+pub fn labels(report: &BatchReport<Outcome>) -> Vec<&'static str> {
     report.outcomes().map(Outcome::label).collect()
 }
 
@@ -454,7 +454,10 @@ pub fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) ->
 }
 
 /// Run one batch through the consumer; returns outcome labels and failed ids.
-pub async fn run(consumer: &Consumer, event: &SqsEvent) -> (BatchReport, Vec<String>) {
+pub async fn run(
+    consumer: &OrderFunction,
+    event: &SqsEvent,
+) -> (BatchReport<Outcome>, Vec<String>) {
     let (report, response) = consumer.handle_batch(event, far_deadline()).await;
     let response = response.expect("partial-batch response, not an invocation error");
     (report, failed_ids(&response))
@@ -473,12 +476,16 @@ impl LedgerDb {
         let db = TestDb::new().await;
         let ledger_table = format!("{}-ledger", db.table);
         let accounts_table = format!("{}-accounts", db.table);
-        store::create_table_with_key(&db.client, &ledger_table, ENTRY_KEY)
+        order_consumer::core::dynamo::create_table_with_key(&db.client, &ledger_table, ENTRY_KEY)
             .await
             .expect("create ledger table");
-        store::create_table_with_key(&db.client, &accounts_table, ACCOUNT_KEY)
-            .await
-            .expect("create accounts table");
+        order_consumer::core::dynamo::create_table_with_key(
+            &db.client,
+            &accounts_table,
+            ACCOUNT_KEY,
+        )
+        .await
+        .expect("create accounts table");
         LedgerDb {
             db,
             ledger_table,
@@ -494,8 +501,8 @@ impl LedgerDb {
         LedgerConfig::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("ledger config")
     }
 
-    pub fn consumer(&self) -> LedgerConsumer {
-        LedgerConsumer::new(self.db.client.clone(), self.config())
+    pub fn consumer(&self) -> LedgerFunction {
+        LedgerFunction::new(self.db.client.clone(), self.config())
     }
 
     async fn get(
@@ -617,7 +624,7 @@ pub fn refunded(
 
 /// Run one batch through the ledger; returns the labels and failed ids.
 pub async fn run_ledger(
-    ledger: &LedgerConsumer,
+    ledger: &LedgerFunction,
     event: &SqsEvent,
 ) -> (Vec<&'static str>, Vec<String>) {
     let (report, response) = ledger.handle_batch(event, far_deadline()).await;

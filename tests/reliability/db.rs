@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::store;
+use order_consumer::orders::store;
 
 /// What the tests read back from one order item.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::event::parse_body;
+use order_consumer::orders::event::parse_body;
 use serde_json::json;
 use tokio::sync::Barrier;
 

@@ -1,4 +1,7 @@
-//! The SQS event as the handler accepts it from the Runtime API.
+//! The record sources: SQS and DynamoDB stream events, what the batch needs
+//! to know of their records ([`BatchRecord`]) and of the events and
+//! responses ([`BatchEvent`]), and how an event is read from the Runtime
+//! API ([`StrictInput`]).
 //!
 //! `aws_lambda_events::SqsEvent` derives `Deserialize`, and serde's derived
 //! struct deserializer also accepts a JSON *array* of the fields in
@@ -13,18 +16,147 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::de::{DeserializeOwned, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// A Lambda event as read from the Runtime API, and the event it carries.
+pub trait StrictInput: DeserializeOwned + Send {
+    type Event;
+    fn into_inner(self) -> Self::Event;
+}
+
+/// A record of a batch as Lambda delivers it.
+pub trait BatchRecord: Sync {
+    /// The event that carries records of this kind.
+    type Event: BatchEvent<Record = Self>;
+    /// The id Lambda expects in `batchItemFailures`.
+    fn id(&self) -> Option<&str>;
+    /// The group the source itself orders by (a FIFO MessageGroupId, a
+    /// stream record's item key), if any. Known even when the record does
+    /// not parse, so a bad record still holds its group's later records
+    /// back where the order is strict.
+    fn source_group(&self) -> Option<String>;
+    /// Must this batch keep arrival order within each group, and hold a
+    /// group's later records back once one is not acknowledged?
+    fn strict_order(records: &[Self]) -> bool
+    where
+        Self: Sized;
+}
+
+impl BatchRecord for SqsMessage {
+    type Event = SqsEvent;
+
+    fn id(&self) -> Option<&str> {
+        self.message_id.as_deref()
+    }
+
+    fn source_group(&self) -> Option<String> {
+        self.attributes.get("MessageGroupId").cloned()
+    }
+
+    /// FIFO queues (Lambda sends one queue per batch); a standard queue has
+    /// no order, so the handler's rank imposes the producer's.
+    fn strict_order(records: &[Self]) -> bool {
+        records.iter().any(|r| {
+            r.event_source_arn
+                .as_deref()
+                .is_some_and(|arn| arn.ends_with(".fifo"))
+        })
+    }
+}
+
+impl BatchRecord for EventRecord {
+    type Event = StreamEvent;
+
+    /// Lambda retries a stream from the lowest SequenceNumber reported.
+    fn id(&self) -> Option<&str> {
+        self.change.sequence_number.as_deref()
+    }
+
+    /// A stream is ordered per item: the item's key attributes.
+    fn source_group(&self) -> Option<String> {
+        use serde_dynamo::AttributeValue as Av;
+        let mut parts: Vec<String> = self
+            .change
+            .keys
+            .iter()
+            .map(|(name, v)| match v {
+                Av::S(s) | Av::N(s) => format!("{name}={s}"),
+                other => format!("{name}={other:?}"),
+            })
+            .collect();
+        parts.sort();
+        (!parts.is_empty()).then(|| parts.join("|"))
+    }
+
+    /// A stream is ordered per item: keep it.
+    fn strict_order(_records: &[Self]) -> bool {
+        true
+    }
+}
+
+/// A Lambda event carrying a batch of records, and the partial-batch
+/// response its source reads back.
+pub trait BatchEvent: Send + Sync {
+    type Record: BatchRecord;
+    /// How it is read from the Runtime API.
+    type Input: StrictInput<Event = Self>;
+    type Response: Serialize + Send;
+    fn records(&self) -> &[Self::Record];
+    /// The response listing the records to retry (by their ids).
+    fn response(failed: Vec<String>) -> Self::Response;
+}
+
+impl BatchEvent for SqsEvent {
+    type Record = SqsMessage;
+    type Input = SqsInput;
+    type Response = SqsBatchResponse;
+
+    fn records(&self) -> &[SqsMessage] {
+        &self.records
+    }
+
+    fn response(failed: Vec<String>) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for id in failed {
+            response.add_failure(id);
+        }
+        response
+    }
+}
+
+impl BatchEvent for StreamEvent {
+    type Record = EventRecord;
+    type Input = StreamInput;
+    type Response = DynamoDbEventResponse;
+
+    fn records(&self) -> &[EventRecord] {
+        &self.records
+    }
+
+    /// Lambda retries the shard from the lowest SequenceNumber listed.
+    fn response(failed: Vec<String>) -> DynamoDbEventResponse {
+        let mut response = DynamoDbEventResponse::default();
+        for id in failed {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = Some(id);
+            response.batch_item_failures.push(failure);
+        }
+        response
+    }
+}
 
 /// An [`SqsEvent`] read strictly: the event and each record must be JSON
 /// objects. Everything inside a record is read exactly as `SqsEvent` reads it.
 #[derive(Debug, Clone, Default)]
 pub struct SqsInput(pub SqsEvent);
 
-impl SqsInput {
-    pub fn into_inner(self) -> SqsEvent {
+impl StrictInput for SqsInput {
+    type Event = SqsEvent;
+    fn into_inner(self) -> SqsEvent {
         self.0
     }
 }
@@ -57,8 +189,9 @@ fn records<'de, D: Deserializer<'de>, R: Deserialize<'de>>(
 #[derive(Debug, Clone, Default)]
 pub struct StreamInput(pub StreamEvent);
 
-impl StreamInput {
-    pub fn into_inner(self) -> StreamEvent {
+impl StrictInput for StreamInput {
+    type Event = StreamEvent;
+    fn into_inner(self) -> StreamEvent {
         self.0
     }
 }

@@ -28,8 +28,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use crate::domain::{OrderSnapshot, Outcome};
-use crate::event::OrderEvent;
+use crate::orders::domain::{OrderSnapshot, Outcome};
+use crate::orders::event::OrderEvent;
 
 /// How many of an order's latest processed seqs an entry keeps hashes for.
 /// An order has a handful of events; older seqs are DynamoDB's to answer.
@@ -226,7 +226,7 @@ impl DedupeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::parse_body;
+    use crate::orders::event::parse_body;
 
     const BIG: usize = usize::MAX;
 

@@ -1,7 +1,7 @@
 //! What both functions do once per cold start.
 
-use crate::config::ConfigError;
-use crate::store;
+use crate::core::config::ConfigError;
+use crate::core::dynamo;
 use tracing_subscriber::EnvFilter;
 
 /// The function's configuration, or a failed cold start with a clear log
@@ -40,13 +40,13 @@ where
 }
 
 /// The DynamoDB client, with the retry and timeout policy of
-/// [`store::retry_config`] and [`store::timeout_config`]. Region,
+/// [`dynamo::retry_config`] and [`dynamo::timeout_config`]. Region,
 /// credentials and `AWS_ENDPOINT_URL_DYNAMODB` (for local servers) come from
 /// the standard AWS environment.
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
     let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .retry_config(store::retry_config())
-        .timeout_config(store::timeout_config())
+        .retry_config(dynamo::retry_config())
+        .timeout_config(dynamo::timeout_config())
         .load()
         .await;
     aws_sdk_dynamodb::Client::new(&sdk_config)

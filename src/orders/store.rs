@@ -10,51 +10,22 @@
 //! different state) and no second request.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::client::Waiters;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, StreamSpecification, StreamViewType,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::domain::{OrderSnapshot, Requires, processed_entry};
-use crate::error::StoreError;
-use crate::event::{OrderEvent, Payload};
+use crate::core::dynamo::{
+    Conditional, create_streamed_table_with_key, create_table_with_key, send_conditional,
+};
+use crate::core::error::StoreError;
+use crate::core::time::rfc3339;
+use crate::orders::domain::{OrderSnapshot, Requires, processed_entry};
+use crate::orders::event::{OrderEvent, Payload};
 
 /// The table's hash key.
 pub const KEY: &str = "order_id";
-
-/// Retry policy for every DynamoDB call, chosen so that the worst case fits
-/// well inside a Lambda invocation: 3 attempts (the first plus 2 retries)
-/// with jittered exponential backoff from 50 ms capped at 1 s. Throttling is
-/// retried by the SDK's standard mode too; past these attempts the record is
-/// reported as a batch item failure and SQS redelivers it later, which is a
-/// far better backoff than burning the invocation's time.
-pub fn retry_config() -> RetryConfig {
-    RetryConfig::standard()
-        .with_max_attempts(3)
-        .with_initial_backoff(Duration::from_millis(50))
-        .with_max_backoff(Duration::from_secs(1))
-}
-
-/// Timeouts: connect 1 s, one attempt 2 s, the whole operation (all attempts
-/// and backoff) 5 s. A single UpdateItem normally takes single-digit
-/// milliseconds; these bound a stuck connection. The batch code additionally
-/// cuts every write off at the invocation deadline minus a safety margin.
-pub fn timeout_config() -> TimeoutConfig {
-    TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(1))
-        .operation_attempt_timeout(Duration::from_secs(2))
-        .operation_timeout(Duration::from_secs(5))
-        .build()
-}
 
 /// What DynamoDB said to one conditional write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,18 +112,15 @@ impl OrderStore {
     }
 
     async fn send(request: UpdateItemFluentBuilder) -> Result<Write, StoreError> {
-        match request.send().await {
-            Ok(_) => Ok(Write::Applied),
-            Err(err) => match classify_sdk_error(err) {
-                Refusal::Condition(item) => item
-                    .map(|item| {
-                        serde_dynamo::from_item::<_, OrderSnapshot>(item)
-                            .map_err(|e| StoreError::CorruptItem(e.to_string()))
-                    })
-                    .transpose()
-                    .map(Write::Refused),
-                Refusal::Error(e) => Err(e),
-            },
+        match send_conditional(request).await? {
+            Conditional::Committed => Ok(Write::Applied),
+            Conditional::Refused(item) => item
+                .map(|item| {
+                    serde_dynamo::from_item::<_, OrderSnapshot>(item)
+                        .map_err(|e| StoreError::CorruptItem(e.to_string()))
+                })
+                .transpose()
+                .map(Write::Refused),
         }
     }
 
@@ -291,203 +259,14 @@ impl OrderStore {
     }
 }
 
-/// What DynamoDB said to a conditional UpdateItem, for the adapters that
-/// read the refused item themselves (the notifier's).
-pub(crate) enum Conditional {
-    Committed,
-    /// The condition failed; the item (ALL_OLD) it was checked against.
-    Refused(Option<HashMap<String, AttributeValue>>),
-}
-
-/// Send a conditional UpdateItem, mapping errors as every adapter does.
-pub(crate) async fn send_conditional(
-    request: UpdateItemFluentBuilder,
-) -> Result<Conditional, StoreError> {
-    match request.send().await {
-        Ok(_) => Ok(Conditional::Committed),
-        Err(err) => match classify_sdk_error(err) {
-            Refusal::Condition(item) => Ok(Conditional::Refused(item)),
-            Refusal::Error(e) => Err(e),
-        },
-    }
-}
-
-enum Refusal {
-    Condition(Option<HashMap<String, AttributeValue>>),
-    Error(StoreError),
-}
-
-/// Map an SDK error by its variant (and, for errors this SDK version does not
-/// model, by the structured error code and HTTP status). The full error chain
-/// is logged once here, where its context is still available.
-fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
-    let mapped = match &err {
-        SdkError::ServiceError(ctx) => {
-            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
-            match ctx.err() {
-                UpdateItemError::ConditionalCheckFailedException(e) => {
-                    return Refusal::Condition(e.item().cloned());
-                }
-                UpdateItemError::ProvisionedThroughputExceededException(_)
-                | UpdateItemError::RequestLimitExceeded(_)
-                | UpdateItemError::ThrottlingException(_) => StoreError::Throttled { code },
-                UpdateItemError::ResourceNotFoundException(_) => StoreError::TableNotFound,
-                UpdateItemError::InternalServerError(_) => StoreError::Server { code },
-                // Concurrent transactions on the item: transient by definition.
-                UpdateItemError::TransactionConflictException(_)
-                | UpdateItemError::ReplicatedWriteConflictException(_) => {
-                    StoreError::Server { code }
-                }
-                _ => by_code(code, ctx.raw().status().as_u16()),
-            }
-        }
-        other => transport_error(other),
-    };
-    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "DynamoDB call failed");
-    Refusal::Error(mapped)
-}
-
-/// A service error this SDK version does not model as a variant of the
-/// operation's error, mapped by its structured code and HTTP status.
-pub(crate) fn by_code(code: String, status: u16) -> StoreError {
-    match code.as_str() {
-        "ThrottlingException"
-        | "ProvisionedThroughputExceededException"
-        | "RequestLimitExceeded" => StoreError::Throttled { code },
-        "AccessDeniedException"
-        | "UnrecognizedClientException"
-        | "MissingAuthenticationTokenException"
-        | "InvalidSignatureException" => StoreError::AccessDenied { code },
-        _ if status >= 500 => StoreError::Server { code },
-        _ => StoreError::Client { code },
-    }
-}
-
-/// Errors that never reached a DynamoDB verdict: timeouts, connections,
-/// unreadable responses, requests that could not be built.
-pub(crate) fn transport_error<E, R>(err: &SdkError<E, R>) -> StoreError {
-    match err {
-        SdkError::TimeoutError(_) => StoreError::Timeout,
-        SdkError::DispatchFailure(d) if d.is_timeout() => StoreError::Timeout,
-        SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => StoreError::Network,
-        SdkError::ConstructionFailure(_) => StoreError::Client {
-            code: "ConstructionFailure".into(),
-        },
-        _ => StoreError::Network,
-    }
-}
-
-/// Create a table with a string hash key, on demand. For tests, the local
-/// demo and tooling; in AWS the tables come from template.yaml.
-pub async fn create_table_with_key(
-    client: &Client,
-    table: &str,
-    key: &str,
-) -> Result<(), StoreError> {
-    create(client, table, key, false).await
+/// Create the orders table (hash key `order_id`, on-demand). For tests,
+/// the local demo and tooling; in AWS the tables come from template.yaml.
+pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    create_table_with_key(client, table, KEY).await
 }
 
 /// Create the orders table with its stream (old and new images), as
 /// template.yaml does: the order notifier's outbox.
 pub async fn create_table_with_stream(client: &Client, table: &str) -> Result<(), StoreError> {
-    create(client, table, KEY, true).await
-}
-
-async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result<(), StoreError> {
-    let stream = stream
-        .then(|| {
-            StreamSpecification::builder()
-                .stream_enabled(true)
-                .stream_view_type(StreamViewType::NewAndOldImages)
-                .build()
-        })
-        .transpose()
-        .map_err(|e| StoreError::Client {
-            code: e.to_string(),
-        })?;
-    client
-        .create_table()
-        .set_stream_specification(stream)
-        .table_name(table)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(key)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| StoreError::Client {
-                    code: e.to_string(),
-                })?,
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name(key)
-                .key_type(KeyType::Hash)
-                .build()
-                .map_err(|e| StoreError::Client {
-                    code: e.to_string(),
-                })?,
-        )
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %DisplayErrorContext(&e), "CreateTable failed");
-            StoreError::Client {
-                code: e.code().unwrap_or("CreateTableFailed").to_owned(),
-            }
-        })?;
-    // Real DynamoDB needs a moment; local servers answer ACTIVE at once.
-    client
-        .wait_until_table_exists()
-        .table_name(table)
-        .wait(Duration::from_secs(120))
-        .await
-        .map_err(|_| StoreError::Timeout)?;
-    Ok(())
-}
-
-/// Create the orders table (hash key `order_id`, on-demand).
-pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-    create_table_with_key(client, table, KEY).await
-}
-
-/// Format a time as RFC 3339 UTC with millisecond precision, e.g.
-/// `2026-11-29T10:15:00.123Z`. (Days-to-civil from H. Hinnant's algorithm;
-/// not worth a date crate for one timestamp.)
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        // 2024-02-29T12:34:56.789Z, a leap day.
-        let t = UNIX_EPOCH + Duration::from_millis(1_709_210_096_789);
-        assert_eq!(rfc3339(t), "2024-02-29T12:34:56.789Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_798_761_599);
-        assert_eq!(rfc3339(t), "2026-12-31T23:59:59.000Z");
-    }
+    create_streamed_table_with_key(client, table, KEY).await
 }

@@ -18,20 +18,17 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use aws_lambda_events::event::dynamodb::EventRecord as StreamRecord;
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;
-use lambda_runtime::LambdaEvent;
 use thiserror::Error;
 use tokio::time::Instant;
 use tracing::{Instrument, Level, Span};
 
-use crate::domain::Outcome;
-use crate::error::StoreError;
-use crate::event::ParseError;
-use crate::metrics::OutcomeCounts;
+use crate::core::error::StoreError;
+use crate::core::metrics::OutcomeCounts;
+use crate::core::records::BatchRecord;
+use crate::core::wire::ParseError;
 
 /// How a batch is run (from the function's configuration).
 #[derive(Debug, Clone, Copy)]
@@ -71,70 +68,6 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static {
     fn level(&self) -> Level;
 }
 
-/// A record of a batch as Lambda delivers it.
-pub trait BatchRecord: Sync {
-    /// The id Lambda expects in `batchItemFailures`.
-    fn id(&self) -> Option<&str>;
-    /// The group the source itself orders by (a FIFO MessageGroupId, a
-    /// stream record's item key), if any. Known even when the record does
-    /// not parse, so a bad record still holds its group's later records
-    /// back where the order is strict.
-    fn source_group(&self) -> Option<String>;
-    /// Must this batch keep arrival order within each group, and hold a
-    /// group's later records back once one is not acknowledged?
-    fn strict_order(records: &[Self]) -> bool
-    where
-        Self: Sized;
-}
-
-impl BatchRecord for SqsMessage {
-    fn id(&self) -> Option<&str> {
-        self.message_id.as_deref()
-    }
-
-    fn source_group(&self) -> Option<String> {
-        self.attributes.get("MessageGroupId").cloned()
-    }
-
-    /// FIFO queues (Lambda sends one queue per batch); a standard queue has
-    /// no order, so the handler's rank imposes the producer's.
-    fn strict_order(records: &[Self]) -> bool {
-        records.iter().any(|r| {
-            r.event_source_arn
-                .as_deref()
-                .is_some_and(|arn| arn.ends_with(".fifo"))
-        })
-    }
-}
-
-impl BatchRecord for StreamRecord {
-    /// Lambda retries a stream from the lowest SequenceNumber reported.
-    fn id(&self) -> Option<&str> {
-        self.change.sequence_number.as_deref()
-    }
-
-    /// A stream is ordered per item: the item's key attributes.
-    fn source_group(&self) -> Option<String> {
-        use serde_dynamo::AttributeValue as Av;
-        let mut parts: Vec<String> = self
-            .change
-            .keys
-            .iter()
-            .map(|(name, v)| match v {
-                Av::S(s) | Av::N(s) => format!("{name}={s}"),
-                other => format!("{name}={other:?}"),
-            })
-            .collect();
-        parts.sort();
-        (!parts.is_empty()).then(|| parts.join("|"))
-    }
-
-    /// A stream is ordered per item: keep it.
-    fn strict_order(_records: &[Self]) -> bool {
-        true
-    }
-}
-
 /// One consumer's record handling. Implemented by the order consumer, the
 /// payment ledger and the notifier; the batch machinery is generic over it.
 pub trait Handler: Sync {
@@ -154,16 +87,20 @@ pub trait Handler: Sync {
     fn span(&self, record_id: &str, event: Option<&Self::Event>) -> Span;
     /// Settle a record with no I/O if possible (a warm-container cache). Asked
     /// before the deadline check: a settled record costs no time.
-    fn settle_without_io(&self, _event: &Self::Event, _cx: &Cx) -> Option<Self::Outcome> {
+    fn settle_without_io(&self, _event: &Self::Event, _cx: &BatchContext) -> Option<Self::Outcome> {
         None
     }
-    /// Apply one record. The batch cuts it off at [`Cx::cutoff`].
-    fn apply(&self, event: &Self::Event, cx: &Cx) -> impl Future<Output = Self::Outcome> + Send;
+    /// Apply one record. The batch cuts it off at [`BatchContext::cutoff`].
+    fn apply(
+        &self,
+        event: &Self::Event,
+        cx: &BatchContext,
+    ) -> impl Future<Output = Self::Outcome> + Send;
 }
 
 /// Per-batch context handed to the handler.
 #[derive(Debug)]
-pub struct Cx {
+pub struct BatchContext {
     /// No write starts, and none is awaited, past this instant.
     pub cutoff: Instant,
     /// Records a cache settled with no DynamoDB request.
@@ -172,9 +109,9 @@ pub struct Cx {
     pub cache_misses: AtomicU64,
 }
 
-impl Cx {
+impl BatchContext {
     pub fn new(cutoff: Instant) -> Self {
-        Cx {
+        BatchContext {
             cutoff,
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
@@ -184,16 +121,16 @@ impl Cx {
 
 /// The outcome of one record, in the batch's arrival order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordReport<O = Outcome> {
+pub struct RecordReport<O> {
     /// The record's id for Lambda (SQS messageId, stream SequenceNumber).
-    pub message_id: Option<String>,
+    pub record_id: Option<String>,
     /// The record's grouping key (the orderId, the accountId), if it parsed.
     pub key: Option<String>,
     pub outcome: O,
 }
 
 #[derive(Debug, Clone)]
-pub struct BatchReport<O = Outcome> {
+pub struct BatchReport<O> {
     pub records: Vec<RecordReport<O>>,
     /// Set when the invocation began with no more time than the deadline
     /// margin: no record could be started, and the invocation fails.
@@ -257,25 +194,14 @@ impl BatchError {
     }
 }
 
-impl From<BatchError> for lambda_runtime::Diagnostic {
-    fn from(e: BatchError) -> Self {
-        e.diagnostic("OrderConsumer")
-    }
-}
-
 impl<O: Verdict> BatchReport<O> {
     pub fn outcomes(&self) -> impl Iterator<Item = &O> {
         self.records.iter().map(|r| &r.outcome)
     }
 
-    /// The response Lambda expects with `ReportBatchItemFailures`, or an
-    /// invocation error when partial failure cannot express the situation.
-    pub fn to_response(&self) -> Result<SqsBatchResponse, BatchError> {
-        let mut response = SqsBatchResponse::default();
-        for id in self.failures()? {
-            response.add_failure(id);
-        }
-        Ok(response)
+    /// The count per outcome label, every label present.
+    pub fn counts(&self) -> OutcomeCounts {
+        OutcomeCounts::tally(O::LABELS, self.outcomes().map(O::label))
     }
 
     /// The ids of the records that were not acknowledged, once each, in
@@ -301,11 +227,7 @@ impl<O: Verdict> BatchReport<O> {
         // anyway; say so explicitly instead of sending a malformed response.
         let unidentifiable = failed
             .iter()
-            .filter(|r| {
-                r.message_id
-                    .as_deref()
-                    .is_none_or(|id| id.trim().is_empty())
-            })
+            .filter(|r| r.record_id.as_deref().is_none_or(|id| id.trim().is_empty()))
             .count();
         if unidentifiable > 0 {
             return Err(BatchError::Unidentifiable(unidentifiable));
@@ -320,71 +242,10 @@ impl<O: Verdict> BatchReport<O> {
         let mut seen = std::collections::HashSet::new();
         Ok(failed
             .into_iter()
-            .filter_map(|r| r.message_id.clone())
+            .filter_map(|r| r.record_id.clone())
             .filter(|id| seen.insert(id.clone()))
             .collect())
     }
-}
-
-/// Where the per-invocation EMF line goes.
-#[derive(Debug, Clone, Copy)]
-pub struct Metrics<'a> {
-    pub namespace: &'a str,
-    pub function_name: &'a str,
-}
-
-/// A Lambda invocation: log the batch, run it, emit its metrics line, answer.
-pub async fn handle<H: Handler<Record = SqsMessage>>(
-    handler: &H,
-    settings: Settings,
-    metrics: Metrics<'_>,
-    event: LambdaEvent<SqsEvent>,
-) -> Result<SqsBatchResponse, BatchError> {
-    let deadline = deadline_from_epoch_ms(event.context.deadline);
-    tracing::info!(
-        request_id = %event.context.request_id,
-        records = event.payload.records.len(),
-        deadline_ms = event.context.deadline,
-        remaining_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
-        "batch received"
-    );
-    let (report, response) = handle_batch(handler, settings, &event.payload, deadline).await;
-    emit_metrics(metrics, &report);
-    response
-}
-
-/// The invocation's EMF line: a count per outcome, the batch size, and the
-/// cache's hits and misses.
-pub fn emit_metrics<O: Verdict>(metrics: Metrics<'_>, report: &BatchReport<O>) {
-    crate::metrics::emit(&crate::metrics::emf_document(
-        metrics.namespace,
-        metrics.function_name,
-        &OutcomeCounts::tally(report.outcomes()),
-        &[
-            ("BatchSize", report.records.len() as u64),
-            ("CacheHits", report.cache_hits),
-            ("CacheMisses", report.cache_misses),
-        ],
-    ));
-}
-
-/// Process a batch and build the response, keeping the per-record report
-/// for callers that show it (tests, the local demo).
-pub async fn handle_batch<H: Handler<Record = SqsMessage>>(
-    handler: &H,
-    settings: Settings,
-    event: &SqsEvent,
-    deadline: Instant,
-) -> (
-    BatchReport<H::Outcome>,
-    Result<SqsBatchResponse, BatchError>,
-) {
-    let report = process(handler, settings, &event.records, deadline).await;
-    let response = report.to_response();
-    if let Err(e) = &response {
-        tracing::error!(error = %e, "failing the invocation");
-    }
-    (report, response)
 }
 
 /// Epoch milliseconds of 2001-09-09. A real invocation deadline is always
@@ -401,10 +262,7 @@ pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
         );
         return Instant::now() + Duration::from_millis(deadline_ms);
     }
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let now_ms = crate::core::time::epoch_ms();
     Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }
 
@@ -472,12 +330,12 @@ pub async fn process<H: Handler>(
         }
     }
 
-    let ctx = GroupCtx {
+    let ctx = GroupRun {
         handler,
         records,
         parsed: &parsed,
         strict,
-        cx: Cx::new(
+        cx: BatchContext::new(
             deadline
                 .checked_sub(settings.deadline_margin)
                 .unwrap_or(deadline),
@@ -502,7 +360,7 @@ pub async fn process<H: Handler>(
             .zip(keys)
             .zip(outcomes)
             .map(|((r, key), o)| RecordReport {
-                message_id: r.id().map(str::to_owned),
+                record_id: r.id().map(str::to_owned),
                 key,
                 // Every index is filled above: either settled at parse time or
                 // by its group. Defensive default: a failure, never an ack.
@@ -512,15 +370,15 @@ pub async fn process<H: Handler>(
     }
 }
 
-struct GroupCtx<'a, H: Handler> {
+struct GroupRun<'a, H: Handler> {
     handler: &'a H,
     records: &'a [H::Record],
     parsed: &'a [Result<H::Event, ParseError>],
     strict: bool,
-    cx: Cx,
+    cx: BatchContext,
 }
 
-impl<H: Handler> GroupCtx<'_, H> {
+impl<H: Handler> GroupRun<'_, H> {
     /// Apply one group's records one after another.
     async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, H::Outcome)> {
         let mut out = Vec::with_capacity(indices.len());
@@ -572,154 +430,5 @@ fn log_outcome<O: Verdict>(outcome: &O) {
         Level::ERROR => tracing::error!(detail = %outcome, "record processed"),
         Level::WARN => tracing::warn!(detail = %outcome, "record processed"),
         _ => tracing::info!(detail = %outcome, "record processed"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{ConflictKind, Status};
-    use crate::event::EventKind;
-
-    fn rep(id: Option<&str>, outcome: Outcome) -> RecordReport {
-        RecordReport {
-            message_id: id.map(str::to_owned),
-            key: None,
-            outcome,
-        }
-    }
-
-    fn ids(r: &SqsBatchResponse) -> Vec<&str> {
-        r.batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.as_str())
-            .collect()
-    }
-
-    #[test]
-    fn only_unacknowledged_records_are_reported() {
-        let report = BatchReport {
-            records: vec![
-                rep(Some("a"), Outcome::Applied),
-                rep(
-                    Some("b"),
-                    Outcome::Early {
-                        current: Some(Status::Placed),
-                        event: EventKind::Shipped,
-                    },
-                ),
-                rep(
-                    Some("c"),
-                    Outcome::Rejected {
-                        current: Some(Status::Cancelled),
-                        event: EventKind::Paid,
-                    },
-                ),
-                rep(Some("d"), Outcome::Conflict(ConflictKind::ChangedPayload)),
-                rep(Some("e"), Outcome::Failed(StoreError::Timeout)),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(ids(&report.to_response().unwrap()), ["b", "d", "e"]);
-    }
-
-    #[test]
-    fn a_failure_without_message_id_fails_the_invocation() {
-        let report = BatchReport {
-            records: vec![
-                rep(Some("a"), Outcome::Applied),
-                rep(None, Outcome::Invalid(ParseError::MissingBody)),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(
-            report.to_response().unwrap_err(),
-            BatchError::Unidentifiable(1)
-        );
-        // ...but an acknowledged record without an id needs no identifier.
-        let report = BatchReport {
-            records: vec![rep(None, Outcome::Applied)],
-            ..Default::default()
-        };
-        assert!(report.to_response().unwrap().batch_item_failures.is_empty());
-    }
-
-    #[test]
-    fn all_infrastructure_failures_fail_the_invocation() {
-        let report = BatchReport {
-            records: vec![
-                rep(Some("a"), Outcome::Failed(StoreError::Network)),
-                rep(Some("b"), Outcome::NotAttempted(Skip::FifoGroupBlocked)),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(report.to_response().unwrap_err(), BatchError::Outage(2));
-        // One record that was not an infrastructure failure: partial response.
-        let report = BatchReport {
-            records: vec![
-                rep(Some("a"), Outcome::Failed(StoreError::Network)),
-                rep(Some("b"), Outcome::Invalid(ParseError::MissingBody)),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(ids(&report.to_response().unwrap()), ["a", "b"]);
-    }
-
-    #[test]
-    fn deadlines_from_lambda_and_from_emulators() {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        let left = |d: Instant| d.saturating_duration_since(Instant::now());
-        // Real Lambda: an epoch timestamp.
-        let d = deadline_from_epoch_ms(now_ms + 30_000);
-        assert!(left(d) > Duration::from_secs(25) && left(d) <= Duration::from_secs(30));
-        assert_eq!(left(deadline_from_epoch_ms(now_ms - 1_000)), Duration::ZERO);
-        // An emulator's relative value.
-        let d = deadline_from_epoch_ms(600_000);
-        assert!(left(d) > Duration::from_secs(590));
-    }
-
-    #[test]
-    fn invocation_errors_name_their_case() {
-        let d: lambda_runtime::Diagnostic = BatchError::Outage(3).into();
-        assert_eq!(d.error_type, "OrderConsumer.DependencyOutage");
-        assert!(d.error_message.contains("all 3 records failed"));
-    }
-
-    #[test]
-    fn an_invocation_without_time_for_any_record_fails() {
-        let report = BatchReport {
-            records: vec![rep(Some("a"), Outcome::NotAttempted(Skip::Deadline))],
-            starved: Some(Starved {
-                budget_ms: 900,
-                margin_ms: 2000,
-            }),
-            ..Default::default()
-        };
-        let err = report.to_response().unwrap_err();
-        assert_eq!(
-            err,
-            BatchError::NoTimeBudget {
-                budget_ms: 900,
-                margin_ms: 2000
-            }
-        );
-        assert_eq!(
-            err.diagnostic("OrderConsumer").error_type,
-            "OrderConsumer.TimeoutBelowDeadlineMargin"
-        );
-    }
-
-    #[test]
-    fn empty_batch_is_an_empty_response() {
-        assert!(
-            BatchReport::<Outcome>::default()
-                .to_response()
-                .unwrap()
-                .batch_item_failures
-                .is_empty()
-        );
     }
 }

@@ -7,8 +7,8 @@
 
 use serde::Deserialize;
 
-use crate::error::StoreError;
-use crate::event::{EventKind, OrderEvent, ParseError};
+use crate::core::error::StoreError;
+use crate::orders::event::{EventKind, OrderEvent, ParseError};
 
 /// An order's status as stored in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -139,7 +139,7 @@ pub enum ConflictKind {
     ChangedPayload,
 }
 
-pub use crate::batch::Skip;
+use crate::core::batch::Skip;
 
 /// What happened to one record. Every record gets exactly one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,7 +360,7 @@ pub fn rejection_spends_seq(event: &OrderEvent, current: &OrderSnapshot) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::parse_body;
+    use crate::orders::event::parse_body;
 
     fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {
         let data = match kind {

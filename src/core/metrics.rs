@@ -6,11 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-
-use crate::batch::Verdict;
 
 /// Count of records per outcome label, every label present (zeros included,
 /// so a dashboard shows 0 rather than "no data").
@@ -18,10 +15,14 @@ use crate::batch::Verdict;
 pub struct OutcomeCounts(pub BTreeMap<&'static str, u64>);
 
 impl OutcomeCounts {
-    pub fn tally<'a, O: Verdict>(outcomes: impl IntoIterator<Item = &'a O>) -> Self {
-        let mut m: BTreeMap<&'static str, u64> = O::LABELS.iter().map(|l| (*l, 0)).collect();
-        for o in outcomes {
-            *m.entry(o.label()).or_default() += 1;
+    /// Count `outcomes` (labels) with every one of `labels` present.
+    pub fn tally(
+        labels: &[&'static str],
+        outcomes: impl IntoIterator<Item = &'static str>,
+    ) -> Self {
+        let mut m: BTreeMap<&'static str, u64> = labels.iter().map(|l| (*l, 0)).collect();
+        for label in outcomes {
+            *m.entry(label).or_default() += 1;
         }
         OutcomeCounts(m)
     }
@@ -39,10 +40,7 @@ pub fn emf_document(
     counts: &OutcomeCounts,
     extra: &[(&str, u64)],
 ) -> Value {
-    let timestamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let timestamp = crate::core::time::epoch_ms();
     let values: Vec<(&str, u64)> = counts
         .0
         .iter()
@@ -83,12 +81,12 @@ pub fn emit(doc: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Outcome;
+
+    const LABELS: [&str; 3] = ["Applied", "Duplicate", "Early"];
 
     #[test]
     fn document_has_every_outcome_and_its_declaration() {
-        let outcomes = [Outcome::Applied, Outcome::Applied, Outcome::Duplicate];
-        let counts = OutcomeCounts::tally(&outcomes);
+        let counts = OutcomeCounts::tally(&LABELS, ["Applied", "Applied", "Duplicate"]);
         let doc = emf_document("NS", "fn", &counts, &[("BatchSize", 3), ("CacheHits", 1)]);
         assert_eq!(doc["Applied"], 2);
         assert_eq!(doc["Duplicate"], 1);
@@ -98,10 +96,7 @@ mod tests {
         let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
             .as_array()
             .unwrap();
-        for label in Outcome::LABELS
-            .into_iter()
-            .chain(["BatchSize", "CacheHits"])
-        {
+        for label in LABELS.into_iter().chain(["BatchSize", "CacheHits"]) {
             assert!(
                 declared.iter().any(|m| m["Name"] == label),
                 "{label} not declared"

@@ -1,0 +1,204 @@
+//! DynamoDB plumbing every consumer's adapter shares: the client's retry
+//! and timeout policy, sending a conditional write and reading its refusal,
+//! mapping SDK errors to [`StoreError`] by variant and code (never by
+//! message), table creation for tests and tooling, and the timestamp format.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType, StreamSpecification, StreamViewType,
+};
+
+use crate::core::error::StoreError;
+
+/// Retry policy for every DynamoDB call, chosen so that the worst case fits
+/// well inside a Lambda invocation: 3 attempts (the first plus 2 retries)
+/// with jittered exponential backoff from 50 ms capped at 1 s. Throttling is
+/// retried by the SDK's standard mode too; past these attempts the record is
+/// reported as a batch item failure and SQS redelivers it later, which is a
+/// far better backoff than burning the invocation's time.
+pub fn retry_config() -> RetryConfig {
+    RetryConfig::standard()
+        .with_max_attempts(3)
+        .with_initial_backoff(Duration::from_millis(50))
+        .with_max_backoff(Duration::from_secs(1))
+}
+
+/// Timeouts: connect 1 s, one attempt 2 s, the whole operation (all attempts
+/// and backoff) 5 s. A single UpdateItem normally takes single-digit
+/// milliseconds; these bound a stuck connection. The batch code additionally
+/// cuts every write off at the invocation deadline minus a safety margin.
+pub fn timeout_config() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(2))
+        .operation_timeout(Duration::from_secs(5))
+        .build()
+}
+
+/// What DynamoDB said to a conditional UpdateItem, for the adapters that
+/// read the refused item themselves (the notifier's).
+pub enum Conditional {
+    Committed,
+    /// The condition failed; the item (ALL_OLD) it was checked against.
+    Refused(Option<HashMap<String, AttributeValue>>),
+}
+
+/// Send a conditional UpdateItem, mapping errors as every adapter does.
+pub async fn send_conditional(request: UpdateItemFluentBuilder) -> Result<Conditional, StoreError> {
+    match request.send().await {
+        Ok(_) => Ok(Conditional::Committed),
+        Err(err) => match classify_sdk_error(err) {
+            Refusal::Condition(item) => Ok(Conditional::Refused(item)),
+            Refusal::Error(e) => Err(e),
+        },
+    }
+}
+
+enum Refusal {
+    Condition(Option<HashMap<String, AttributeValue>>),
+    Error(StoreError),
+}
+
+/// Map an SDK error by its variant (and, for errors this SDK version does not
+/// model, by the structured error code and HTTP status). The full error chain
+/// is logged once here, where its context is still available.
+fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
+    let mapped = match &err {
+        SdkError::ServiceError(ctx) => {
+            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
+            match ctx.err() {
+                UpdateItemError::ConditionalCheckFailedException(e) => {
+                    return Refusal::Condition(e.item().cloned());
+                }
+                UpdateItemError::ProvisionedThroughputExceededException(_)
+                | UpdateItemError::RequestLimitExceeded(_)
+                | UpdateItemError::ThrottlingException(_) => StoreError::Throttled { code },
+                UpdateItemError::ResourceNotFoundException(_) => StoreError::TableNotFound,
+                UpdateItemError::InternalServerError(_) => StoreError::Server { code },
+                // Concurrent transactions on the item: transient by definition.
+                UpdateItemError::TransactionConflictException(_)
+                | UpdateItemError::ReplicatedWriteConflictException(_) => {
+                    StoreError::Server { code }
+                }
+                _ => by_code(code, ctx.raw().status().as_u16()),
+            }
+        }
+        other => transport_error(other),
+    };
+    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "DynamoDB call failed");
+    Refusal::Error(mapped)
+}
+
+/// A service error this SDK version does not model as a variant of the
+/// operation's error, mapped by its structured code and HTTP status.
+pub fn by_code(code: String, status: u16) -> StoreError {
+    match code.as_str() {
+        "ThrottlingException"
+        | "ProvisionedThroughputExceededException"
+        | "RequestLimitExceeded" => StoreError::Throttled { code },
+        "AccessDeniedException"
+        | "UnrecognizedClientException"
+        | "MissingAuthenticationTokenException"
+        | "InvalidSignatureException" => StoreError::AccessDenied { code },
+        _ if status >= 500 => StoreError::Server { code },
+        _ => StoreError::Client { code },
+    }
+}
+
+/// Errors that never reached a DynamoDB verdict: timeouts, connections,
+/// unreadable responses, requests that could not be built.
+pub fn transport_error<E, R>(err: &SdkError<E, R>) -> StoreError {
+    match err {
+        SdkError::TimeoutError(_) => StoreError::Timeout,
+        SdkError::DispatchFailure(d) if d.is_timeout() => StoreError::Timeout,
+        SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => StoreError::Network,
+        SdkError::ConstructionFailure(_) => StoreError::Client {
+            code: "ConstructionFailure".into(),
+        },
+        _ => StoreError::Network,
+    }
+}
+
+/// Create a table with a string hash key, on demand. For tests, the local
+/// demo and tooling; in AWS the tables come from template.yaml.
+pub async fn create_table_with_key(
+    client: &Client,
+    table: &str,
+    key: &str,
+) -> Result<(), StoreError> {
+    create(client, table, key, false).await
+}
+
+/// Create a table with a string hash key and a stream of old and new
+/// images, as template.yaml creates the orders table (the notifier's
+/// outbox).
+pub async fn create_streamed_table_with_key(
+    client: &Client,
+    table: &str,
+    key: &str,
+) -> Result<(), StoreError> {
+    create(client, table, key, true).await
+}
+
+async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result<(), StoreError> {
+    let stream = stream
+        .then(|| {
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewAndOldImages)
+                .build()
+        })
+        .transpose()
+        .map_err(|e| StoreError::Client {
+            code: e.to_string(),
+        })?;
+    client
+        .create_table()
+        .set_stream_specification(stream)
+        .table_name(table)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(key)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(|e| StoreError::Client {
+                    code: e.to_string(),
+                })?,
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(key)
+                .key_type(KeyType::Hash)
+                .build()
+                .map_err(|e| StoreError::Client {
+                    code: e.to_string(),
+                })?,
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %DisplayErrorContext(&e), "CreateTable failed");
+            StoreError::Client {
+                code: e.code().unwrap_or("CreateTableFailed").to_owned(),
+            }
+        })?;
+    // Real DynamoDB needs a moment; local servers answer ACTIVE at once.
+    client
+        .wait_until_table_exists()
+        .table_name(table)
+        .wait(Duration::from_secs(120))
+        .await
+        .map_err(|_| StoreError::Timeout)?;
+    Ok(())
+}

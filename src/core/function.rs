@@ -1,0 +1,106 @@
+//! The Lambda function every consumer is: one [`Handler`] behind the same
+//! invocation wrapper, whatever the record source. It reads the deadline,
+//! logs the batch, runs it ([`batch::process`]), writes the EMF line and
+//! answers with the partial-batch response the source expects, or an
+//! invocation error named `{function}.{case}`.
+
+use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
+use tokio::time::Instant;
+
+use crate::core::batch::{
+    self, BatchError, BatchReport, Handler, Settings, Verdict, deadline_from_epoch_ms,
+};
+use crate::core::config::Runtime;
+use crate::core::metrics;
+use crate::core::records::{BatchEvent, BatchRecord, StrictInput};
+
+/// A consumer's Lambda function: built once per cold start, shared by every
+/// invocation.
+#[derive(Debug)]
+pub struct Function<H> {
+    handler: H,
+    runtime: Runtime,
+    /// Names its invocation errors: `{error_prefix}.DependencyOutage`.
+    error_prefix: &'static str,
+}
+
+impl<H: Handler> Function<H> {
+    pub fn with_handler(handler: H, runtime: Runtime, error_prefix: &'static str) -> Self {
+        Function {
+            handler,
+            runtime,
+            error_prefix,
+        }
+    }
+
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.runtime.settings()
+    }
+
+    /// The Lambda entry point: run the batch, emit its metrics line, answer.
+    /// Serve invocations until the runtime stops. Each event is read
+    /// strictly ([`StrictInput`]): an event or record that is not a JSON
+    /// object fails the invocation (the whole batch returns) instead of
+    /// being read as a record with an invented id.
+    pub async fn serve(&self) -> Result<(), lambda_runtime::Error> {
+        type Input<H> = <<<H as Handler>::Record as BatchRecord>::Event as BatchEvent>::Input;
+        lambda_runtime::run(service_fn(|event: LambdaEvent<Input<H>>| {
+            let event = LambdaEvent::new(event.payload.into_inner(), event.context);
+            self.handle(event)
+        }))
+        .await
+    }
+
+    /// The Lambda entry point: run the batch, emit its metrics line, answer.
+    pub async fn handle<E: BatchEvent<Record = H::Record>>(
+        &self,
+        event: LambdaEvent<E>,
+    ) -> Result<E::Response, Diagnostic> {
+        let deadline = deadline_from_epoch_ms(event.context.deadline);
+        tracing::info!(
+            request_id = %event.context.request_id,
+            records = event.payload.records().len(),
+            deadline_ms = event.context.deadline,
+            remaining_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
+            "batch received"
+        );
+        let (report, response) = self.handle_batch(&event.payload, deadline).await;
+        emit_metrics(&self.runtime, &report);
+        response.map_err(|e| e.diagnostic(self.error_prefix))
+    }
+
+    /// Process a batch and build the response, keeping the per-record report
+    /// for callers that show it (tests, the local demo).
+    pub async fn handle_batch<E: BatchEvent<Record = H::Record>>(
+        &self,
+        event: &E,
+        deadline: Instant,
+    ) -> (BatchReport<H::Outcome>, Result<E::Response, BatchError>) {
+        let report =
+            batch::process(&self.handler, self.settings(), event.records(), deadline).await;
+        let response = report.failures().map(E::response);
+        if let Err(e) = &response {
+            tracing::error!(error = %e, "failing the invocation");
+        }
+        (report, response)
+    }
+}
+
+/// The invocation's EMF line: a count per outcome, the batch size, and the
+/// cache's hits and misses.
+pub fn emit_metrics<O: Verdict>(runtime: &Runtime, report: &BatchReport<O>) {
+    metrics::emit(&metrics::emf_document(
+        &runtime.metrics_namespace,
+        &runtime.function_name,
+        &report.counts(),
+        &[
+            ("BatchSize", report.records.len() as u64),
+            ("CacheHits", report.cache_hits),
+            ("CacheMisses", report.cache_misses),
+        ],
+    ));
+}

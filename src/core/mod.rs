@@ -1,0 +1,32 @@
+//! The shared core: everything a consumer needs that is not about its own
+//! events. It imports nothing from any consumer.
+//!
+//! - [`batch`]: runs one batch for any [`batch::Handler`]: parses every
+//!   record first, groups them, applies each group in order with bounded
+//!   concurrency, honours strict ordering (FIFO, streams) and the deadline,
+//!   logs one line per record, and builds the partial-batch answer.
+//! - [`function`]: the Lambda function wrapper every consumer shares, for
+//!   SQS and stream events alike.
+//! - [`records`]: the Lambda events (SQS, DynamoDB streams) read strictly,
+//!   and what the batch needs to know of each record.
+//! - [`wire`]: the body reading every parser shares (size, JSON, SNS and
+//!   EventBridge envelopes), the specific [`wire::ParseError`] and the
+//!   validated newtypes.
+//! - [`dynamo`]: the client's retry and timeout policy, conditional writes,
+//!   SDK errors mapped to [`error::StoreError`].
+//! - [`error`]: storage failures free of SDK types.
+//! - [`metrics`]: the per-invocation CloudWatch EMF line.
+//! - [`config`]: the settings every function reads the same way.
+//! - [`bootstrap`]: logging and clients, once per cold start.
+//! - [`time`]: epoch milliseconds, RFC 3339, attempt ids.
+
+pub mod batch;
+pub mod bootstrap;
+pub mod config;
+pub mod dynamo;
+pub mod error;
+pub mod function;
+pub mod metrics;
+pub mod records;
+pub mod time;
+pub mod wire;
