@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -19,6 +20,17 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::core::error::StoreError;
+
+/// A string attribute.
+pub fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+/// A number attribute (DynamoDB numbers travel as decimal text, so any
+/// integer width fits).
+pub fn n(v: impl std::fmt::Display) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
 
 /// Retry policy for every DynamoDB call, chosen so that the worst case fits
 /// well inside a Lambda invocation: 3 attempts (the first plus 2 retries)
@@ -72,35 +84,38 @@ enum Refusal {
 /// Map an SDK error by its variant (and, for errors this SDK version does not
 /// model, by the structured error code and HTTP status). The full error chain
 /// is logged once here, where its context is still available.
-fn classify_sdk_error(err: SdkError<UpdateItemError>) -> Refusal {
-    let mapped = match &err {
-        SdkError::ServiceError(ctx) => {
-            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
-            match ctx.err() {
-                UpdateItemError::ConditionalCheckFailedException(e) => {
-                    return Refusal::Condition(e.item().cloned());
-                }
-                UpdateItemError::ProvisionedThroughputExceededException(_)
-                | UpdateItemError::RequestLimitExceeded(_)
-                | UpdateItemError::ThrottlingException(_) => StoreError::Throttled { code },
-                UpdateItemError::ResourceNotFoundException(_) => StoreError::TableNotFound,
-                UpdateItemError::InternalServerError(_) => StoreError::Server { code },
-                // Concurrent transactions on the item: transient by definition.
-                UpdateItemError::TransactionConflictException(_)
-                | UpdateItemError::ReplicatedWriteConflictException(_) => {
-                    StoreError::Server { code }
-                }
-                _ => by_code(code, ctx.raw().status().as_u16()),
-            }
-        }
-        other => transport_error(other),
-    };
-    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "DynamoDB call failed");
-    Refusal::Error(mapped)
+fn classify_sdk_error(err: SdkError<UpdateItemError, HttpResponse>) -> Refusal {
+    if let SdkError::ServiceError(ctx) = &err
+        && let UpdateItemError::ConditionalCheckFailedException(e) = ctx.err()
+    {
+        return Refusal::Condition(e.item().cloned());
+    }
+    Refusal::Error(store_error(&err, "UpdateItem"))
 }
 
-/// A service error this SDK version does not model as a variant of the
-/// operation's error, mapped by its structured code and HTTP status.
+/// Map any DynamoDB operation's failure to a [`StoreError`], once for all
+/// adapters: a service error by its structured code and HTTP status (the
+/// same codes on every operation: what a modelled variant would say),
+/// anything else as a transport failure. The full error chain is logged
+/// once here, at DEBUG, where its context is still available. Each adapter
+/// handles the one refusal that is not an error for it (a failed condition,
+/// a cancelled transaction) before calling this.
+pub fn store_error<E>(err: &SdkError<E, HttpResponse>, operation: &'static str) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let mapped = match err {
+        SdkError::ServiceError(ctx) => by_code(
+            ctx.err().code().unwrap_or("Unknown").to_owned(),
+            ctx.raw().status().as_u16(),
+        ),
+        other => transport_error(other),
+    };
+    tracing::debug!(error = %DisplayErrorContext(err), kind = %mapped, operation, "DynamoDB call failed");
+    mapped
+}
+
+/// A service error, mapped by its structured code and HTTP status.
 pub fn by_code(code: String, status: u16) -> StoreError {
     match code.as_str() {
         "ThrottlingException"
@@ -110,6 +125,16 @@ pub fn by_code(code: String, status: u16) -> StoreError {
         | "UnrecognizedClientException"
         | "MissingAuthenticationTokenException"
         | "InvalidSignatureException" => StoreError::AccessDenied { code },
+        "ResourceNotFoundException" => StoreError::TableNotFound,
+        // Concurrent writes or transactions on the item, or the same
+        // transaction token still being processed: transient by definition.
+        "TransactionConflictException"
+        | "ReplicatedWriteConflictException"
+        | "TransactionInProgressException"
+        | "InternalServerError" => StoreError::Server { code },
+        // Same token, other parameters: cannot happen with a deterministic
+        // request, and retrying would not help.
+        "IdempotentParameterMismatchException" => StoreError::Client { code },
         _ if status >= 500 => StoreError::Server { code },
         _ => StoreError::Client { code },
     }

@@ -1,7 +1,7 @@
 //! Errors from the storage layer, free of SDK types so the domain and the
-//! batch logic can reason about them. The DynamoDB adapter maps each SDK error
-//! to one of these by its *variant* (and, for unmodelled errors, by the
-//! structured error code), never by parsing a message.
+//! batch logic can reason about them. [`crate::core::dynamo::store_error`]
+//! maps every operation's SDK error to one of these by its structured error
+//! code and HTTP status, never by parsing a message.
 
 use thiserror::Error;
 

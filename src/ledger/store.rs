@@ -16,7 +16,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -24,7 +25,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
-use crate::core::dynamo::{by_code, transport_error};
+use crate::core::dynamo::{n, s, store_error};
 use crate::core::error::StoreError;
 use crate::core::time::{epoch_ms, unique_id};
 use crate::ledger::domain::{
@@ -105,8 +106,6 @@ impl LedgerStore {
     ) -> Result<Parked, StoreError> {
         // The SDK re-sends the same request on its retries, so they share it.
         let attempt = unique_id();
-        let s = |v: &str| AttributeValue::S(v.to_owned());
-        let n = |v: i128| AttributeValue::N(v.to_string());
         let parked_at = epoch_ms();
         let mut item: Item = HashMap::from([
             (ENTRY_KEY.to_owned(), s(&ev.suspense_entry_id())),
@@ -157,8 +156,6 @@ impl LedgerStore {
     /// which the ClientRequestToken requires: the same token with other
     /// parameters would be an IdempotentParameterMismatch.
     fn transaction(&self, ev: &LedgerEvent) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let s = |v: &str| AttributeValue::S(v.to_owned());
-        let n = |v: i128| AttributeValue::N(v.to_string());
         let amount = i128::from(ev.amount.get());
         let all_old = ReturnValuesOnConditionCheckFailure::AllOld;
         let built = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Client {
@@ -241,62 +238,29 @@ impl LedgerStore {
 /// Map a failed TransactWriteItems: a cancellation to its reasons, by role;
 /// everything else to a [`StoreError`] by variant (or, if unmodelled, by
 /// structured code).
-fn map_error(ev: &LedgerEvent, err: SdkError<TransactWriteItemsError>) -> Result<Txn, StoreError> {
-    let mapped = match &err {
-        SdkError::ServiceError(ctx) => {
-            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
-            match ctx.err() {
-                TransactWriteItemsError::TransactionCanceledException(e) => {
-                    return cancellation(ev, e.cancellation_reasons())
-                        .map(|c| Txn::Cancelled(Box::new(c)));
-                }
-                TransactWriteItemsError::ProvisionedThroughputExceededException(_)
-                | TransactWriteItemsError::RequestLimitExceeded(_)
-                | TransactWriteItemsError::ThrottlingException(_) => StoreError::Throttled { code },
-                TransactWriteItemsError::ResourceNotFoundException(_) => StoreError::TableNotFound,
-                // The same token is still being processed: transient.
-                TransactWriteItemsError::InternalServerError(_)
-                | TransactWriteItemsError::TransactionInProgressException(_) => {
-                    StoreError::Server { code }
-                }
-                // Same token, other parameters: cannot happen with a
-                // deterministic request, and retrying would not help.
-                TransactWriteItemsError::IdempotentParameterMismatchException(_) => {
-                    StoreError::Client { code }
-                }
-                _ => by_code(code, ctx.raw().status().as_u16()),
-            }
-        }
-        other => transport_error(other),
-    };
-    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "TransactWriteItems failed");
-    Err(mapped)
+fn map_error(
+    ev: &LedgerEvent,
+    err: SdkError<TransactWriteItemsError, HttpResponse>,
+) -> Result<Txn, StoreError> {
+    if let SdkError::ServiceError(ctx) = &err
+        && let TransactWriteItemsError::TransactionCanceledException(e) = ctx.err()
+    {
+        return cancellation(ev, e.cancellation_reasons()).map(|c| Txn::Cancelled(Box::new(c)));
+    }
+    Err(store_error(&err, "TransactWriteItems"))
 }
 
 /// Map a failed suspense Put: a refused condition to the stored entry (or
 /// `None` if DynamoDB sent none back), everything else to a [`StoreError`].
-fn map_put_error(err: SdkError<PutItemError>) -> Result<Option<SuspenseSnapshot>, StoreError> {
-    let mapped = match &err {
-        SdkError::ServiceError(ctx) => {
-            let code = ctx.err().code().unwrap_or("Unknown").to_owned();
-            match ctx.err() {
-                PutItemError::ConditionalCheckFailedException(e) => {
-                    return e.item().map(suspense_snapshot).transpose();
-                }
-                PutItemError::ProvisionedThroughputExceededException(_)
-                | PutItemError::RequestLimitExceeded(_)
-                | PutItemError::ThrottlingException(_) => StoreError::Throttled { code },
-                PutItemError::ResourceNotFoundException(_) => StoreError::TableNotFound,
-                PutItemError::InternalServerError(_)
-                | PutItemError::TransactionConflictException(_)
-                | PutItemError::ReplicatedWriteConflictException(_) => StoreError::Server { code },
-                _ => by_code(code, ctx.raw().status().as_u16()),
-            }
-        }
-        other => transport_error(other),
-    };
-    tracing::debug!(error = %DisplayErrorContext(&err), kind = %mapped, "suspense PutItem failed");
-    Err(mapped)
+fn map_put_error(
+    err: SdkError<PutItemError, HttpResponse>,
+) -> Result<Option<SuspenseSnapshot>, StoreError> {
+    if let SdkError::ServiceError(ctx) = &err
+        && let PutItemError::ConditionalCheckFailedException(e) = ctx.err()
+    {
+        return e.item().map(suspense_snapshot).transpose();
+    }
+    Err(store_error(&err, "PutItem"))
 }
 
 fn cancellation(

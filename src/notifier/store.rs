@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::core::dynamo::{Conditional, send_conditional};
+use crate::core::dynamo::{Conditional, n as num, s, send_conditional};
 use crate::core::error::StoreError;
 use crate::notifier::domain::{Notification, Stored};
 
@@ -160,14 +160,6 @@ impl NotificationStore {
             .expression_attribute_values(":claim", s(claim_id));
         send_conditional(request).await.map(|_| ())
     }
-}
-
-fn s(v: &str) -> AttributeValue {
-    AttributeValue::S(v.to_owned())
-}
-
-fn num(v: u64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
 }
 
 fn stored(item: &HashMap<String, AttributeValue>) -> Result<Stored, StoreError> {

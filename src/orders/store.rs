@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use crate::core::dynamo::{
-    Conditional, create_streamed_table_with_key, create_table_with_key, send_conditional,
+    Conditional, create_streamed_table_with_key, create_table_with_key, n, s, send_conditional,
 };
 use crate::core::error::StoreError;
 use crate::core::time::rfc3339;
@@ -70,8 +70,6 @@ impl OrderStore {
         event: &OrderEvent,
         observed: &OrderSnapshot,
     ) -> Result<Write, StoreError> {
-        let s = |v: &str| AttributeValue::S(v.to_owned());
-        let n = |v: u64| AttributeValue::N(v.to_string());
         let values = HashMap::from([
             (":observed".to_owned(), s(observed.status.as_str())),
             (":prev".to_owned(), n(observed.last_event_seq)),
@@ -132,8 +130,6 @@ impl OrderStore {
         let mut put = |k: &str, v: AttributeValue| {
             values.insert(k.to_owned(), v);
         };
-        let s = |v: &str| AttributeValue::S(v.to_owned());
-        let n = |v: u64| AttributeValue::N(v.to_string());
 
         // The guard. `#st IN (...)` is false on a missing item, so a
         // non-Placed event for an unknown order is refused with no item
