@@ -122,7 +122,7 @@ pub enum LedgerConflict {
 }
 
 /// What happened to one ledger record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum LedgerOutcome {
     /// The transaction committed (or was an SDK-retried / redelivered copy
     /// of one that had, within DynamoDB's 10-minute token window).
@@ -141,16 +141,8 @@ pub enum LedgerOutcome {
 }
 
 impl LedgerOutcome {
-    pub const LABELS: [&'static str; 8] = [
-        "Applied",
-        "Duplicate",
-        "Early",
-        "Suspended",
-        "Conflict",
-        "Invalid",
-        "Failed",
-        "NotAttempted",
-    ];
+    /// Every label (the variants' names), so that metrics can report zeros.
+    pub const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 }
 
 impl std::fmt::Display for LedgerOutcome {
@@ -194,7 +186,7 @@ impl std::fmt::Display for LedgerOutcome {
 }
 
 impl Verdict for LedgerOutcome {
-    const LABELS: &'static [&'static str] = &LedgerOutcome::LABELS;
+    const LABELS: &'static [&'static str] = LedgerOutcome::LABELS;
 
     fn invalid(error: ParseError) -> Self {
         LedgerOutcome::Invalid(error)
@@ -219,16 +211,8 @@ impl Verdict for LedgerOutcome {
     }
 
     fn label(&self) -> &'static str {
-        match self {
-            LedgerOutcome::Applied => "Applied",
-            LedgerOutcome::Duplicate => "Duplicate",
-            LedgerOutcome::Early => "Early",
-            LedgerOutcome::Suspended(_) => "Suspended",
-            LedgerOutcome::Conflict(_) => "Conflict",
-            LedgerOutcome::Invalid(_) => "Invalid",
-            LedgerOutcome::Failed(_) => "Failed",
-            LedgerOutcome::NotAttempted(_) => "NotAttempted",
-        }
+        // The variant's name (strum), so labels cannot drift from variants.
+        self.into()
     }
 
     fn is_dependency_failure(&self) -> bool {

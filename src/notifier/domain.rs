@@ -161,7 +161,7 @@ impl fmt::Display for NotifyError {
 }
 
 /// What happened to one stream record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum NotifyOutcome {
     /// Delivered now (the provider accepted it under its idempotency key).
     Sent,
@@ -184,17 +184,8 @@ pub enum NotifyOutcome {
 }
 
 impl NotifyOutcome {
-    pub const LABELS: [&'static str; 9] = [
-        "Sent",
-        "AlreadySent",
-        "NothingToSend",
-        "Rejected",
-        "AlreadyRejected",
-        "Busy",
-        "Failed",
-        "Invalid",
-        "NotAttempted",
-    ];
+    /// Every label (the variants' names), so that metrics can report zeros.
+    pub const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 }
 
 impl fmt::Display for NotifyOutcome {
@@ -223,7 +214,7 @@ impl fmt::Display for NotifyOutcome {
 }
 
 impl Verdict for NotifyOutcome {
-    const LABELS: &'static [&'static str] = &NotifyOutcome::LABELS;
+    const LABELS: &'static [&'static str] = NotifyOutcome::LABELS;
 
     fn invalid(error: ParseError) -> Self {
         NotifyOutcome::Invalid(error)
@@ -251,17 +242,8 @@ impl Verdict for NotifyOutcome {
     }
 
     fn label(&self) -> &'static str {
-        match self {
-            NotifyOutcome::Sent => "Sent",
-            NotifyOutcome::AlreadySent => "AlreadySent",
-            NotifyOutcome::NothingToSend => "NothingToSend",
-            NotifyOutcome::Rejected { .. } => "Rejected",
-            NotifyOutcome::AlreadyRejected => "AlreadyRejected",
-            NotifyOutcome::Busy => "Busy",
-            NotifyOutcome::Failed(_) => "Failed",
-            NotifyOutcome::Invalid(_) => "Invalid",
-            NotifyOutcome::NotAttempted(_) => "NotAttempted",
-        }
+        // The variant's name (strum), so labels cannot drift from variants.
+        self.into()
     }
 
     /// The notifications table or the provider: an invocation in which

@@ -142,7 +142,7 @@ pub enum ConflictKind {
 use crate::core::batch::Skip;
 
 /// What happened to one record. Every record gets exactly one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum Outcome {
     /// The conditional write committed.
     Applied,
@@ -189,30 +189,12 @@ impl Outcome {
 
     /// A stable name, used in logs and as the metric name.
     pub fn label(&self) -> &'static str {
-        match self {
-            Outcome::Applied => "Applied",
-            Outcome::Duplicate => "Duplicate",
-            Outcome::Stale { .. } => "Stale",
-            Outcome::Rejected { .. } => "Rejected",
-            Outcome::Early { .. } => "Early",
-            Outcome::Conflict(_) => "Conflict",
-            Outcome::Invalid(_) => "Invalid",
-            Outcome::Failed(_) => "Failed",
-            Outcome::NotAttempted(_) => "NotAttempted",
-        }
+        // The variant's name (strum), so labels cannot drift from variants.
+        self.into()
     }
 
-    pub const LABELS: [&'static str; 9] = [
-        "Applied",
-        "Duplicate",
-        "Stale",
-        "Rejected",
-        "Early",
-        "Conflict",
-        "Invalid",
-        "Failed",
-        "NotAttempted",
-    ];
+    /// Every label (the variants' names), so that metrics can report zeros.
+    pub const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 }
 
 impl std::fmt::Display for Outcome {

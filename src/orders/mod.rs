@@ -147,7 +147,7 @@ impl Handler for OrderHandler {
 }
 
 impl Verdict for Outcome {
-    const LABELS: &'static [&'static str] = &Outcome::LABELS;
+    const LABELS: &'static [&'static str] = Outcome::LABELS;
 
     fn invalid(error: ParseError) -> Self {
         Outcome::Invalid(error)
