@@ -20,10 +20,7 @@ use order_consumer::orders::event::parse_body;
 use order_consumer::orders::store::OrderStore;
 use serde_json::Value;
 
-#[allow(dead_code)]
-#[path = "../tests/integration/support.rs"]
-mod support;
-use support::*;
+use order_consumer::testing::*;
 
 const RUNS: usize = 5;
 

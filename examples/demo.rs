@@ -33,12 +33,7 @@ use order_consumer::orders::event as order_event;
 use order_consumer::orders::store::{self, OrderStore};
 use serde::Deserialize;
 
-#[path = "../tests/integration/stream_records.rs"]
-mod stream_records;
-
-#[allow(dead_code)] // the tests use more of the provider than the demo does
-#[path = "../tests/integration/provider.rs"]
-mod provider;
+use order_consumer::testing::{provider, stream_records};
 
 #[derive(Deserialize)]
 struct Scenario {

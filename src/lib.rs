@@ -12,6 +12,8 @@
 //!   balance move in one `TransactWriteItems`.
 //! - [`notifier`] (`order-notifier`): the orders table's stream to a
 //!   webhook, with deterministic Idempotency-Keys.
+//! - `testing` (feature `testing`): test support as library code, for the
+//!   tests, benches and examples.
 //!
 //! Each consumer is a folder with the same parts: `event` or parsing (the
 //! contract), `domain` (pure classification), `store` (its DynamoDB
@@ -25,3 +27,5 @@ pub mod core;
 pub mod ledger;
 pub mod notifier;
 pub mod orders;
+#[cfg(feature = "testing")]
+pub mod testing;

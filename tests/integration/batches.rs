@@ -6,7 +6,7 @@ use order_consumer::core::batch::Skip;
 use order_consumer::orders::domain::Outcome;
 use serde_json::json;
 
-use crate::support::*;
+use order_consumer::testing::*;
 
 #[tokio::test]
 async fn a_shuffled_lifecycle_in_one_batch_applies_in_seq_order() {

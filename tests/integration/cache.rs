@@ -6,7 +6,7 @@
 use order_consumer::orders::domain::Outcome;
 use serde_json::Value;
 
-use crate::support::*;
+use order_consumer::testing::*;
 
 fn lifecycles(n: usize) -> Vec<Value> {
     (0..n)

@@ -18,8 +18,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-use crate::provider::read_request;
-use crate::support::*;
+use order_consumer::testing::provider::read_request;
+use order_consumer::testing::*;
 
 #[derive(Clone, Copy)]
 pub enum Fault {

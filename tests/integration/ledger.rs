@@ -13,7 +13,7 @@ use order_consumer::ledger::{LedgerFunction, LedgerOutcome};
 use serde_json::json;
 
 use crate::faults::{Fault, faulty_dynamodb};
-use crate::support::*;
+use order_consumer::testing::*;
 
 #[tokio::test]
 async fn a_capture_writes_its_entry_and_moves_the_balance_once() {

@@ -12,7 +12,7 @@ use order_consumer::core::bootstrap::json_logs;
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
-use crate::support::*;
+use order_consumer::testing::*;
 
 /// The log lines written while it is installed (on this test's thread).
 #[derive(Clone, Default)]
@@ -248,8 +248,8 @@ async fn a_suspended_refund_is_logged_without_its_amounts() {
 #[tokio::test]
 async fn a_failing_webhook_request_is_logged_without_its_url() {
     use crate::notifier::{function, record as change, stream};
-    use crate::provider::{Mode, Provider};
     use order_consumer::notifier::NotifierConfig;
+    use order_consumer::testing::provider::{Mode, Provider};
 
     let db = TestDb::new().await;
     let table = db

@@ -16,8 +16,8 @@ use order_consumer::notifier::webhook::{Delivery, REFUSAL_REASON, Webhook};
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};
 use serde_json::{Value, json};
 
-use crate::provider::{Mode, Provider};
-use crate::support::*;
+use order_consumer::testing::provider::{Mode, Provider};
+use order_consumer::testing::*;
 
 struct Setup {
     db: TestDb,
@@ -410,7 +410,7 @@ async fn notifications_from_the_real_stream_are_sent_once() {
         vec![e("ord-2", 3, "OrderShipped"), e("ord-3", 2, "OrderPaid")],
     ];
     for b in &batches {
-        crate::support::run(&consumer, &batch_of(b)).await;
+        order_consumer::testing::run(&consumer, &batch_of(b)).await;
     }
     let records = sdb.records();
     assert!(

@@ -5,7 +5,7 @@ use order_consumer::orders::domain::{ConflictKind, Outcome, Status};
 use order_consumer::orders::event::{EventKind, ParseError};
 use serde_json::json;
 
-use crate::support::*;
+use order_consumer::testing::*;
 
 #[tokio::test]
 async fn applied_writes_the_state_and_the_event_data() {

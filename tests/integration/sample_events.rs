@@ -9,7 +9,7 @@ use order_consumer::core::records::{SqsInput, StrictInput};
 use order_consumer::orders::domain::Outcome;
 use serde::Deserialize;
 
-use crate::support::*;
+use order_consumer::testing::*;
 
 #[derive(Deserialize)]
 struct Scenario {

@@ -14,7 +14,7 @@ use std::io::Read;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use crate::provider::{header, read_request_with_body};
+use order_consumer::testing::provider::{header, read_request_with_body};
 
 /// (X-Amz-Target, JSON body) of one request.
 type Request = (Option<String>, Value);

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::Client;
 use order_consumer::orders::store::{self, OrderStore};
 use serde_json::{Value, json};
 
-use crate::support::client_for;
+use order_consumer::testing::client_for;
 
 pub struct StreamDb {
     db: dynoxide::Database,
@@ -40,7 +40,7 @@ impl StreamDb {
 
     /// Every record of the orders stream so far, oldest first.
     pub fn records(&self) -> Vec<Value> {
-        crate::stream_records::read(&self.db, &self.table)
+        order_consumer::testing::stream_records::read(&self.db, &self.table)
     }
 }
 

@@ -1,5 +1,8 @@
-//! Shared test support: a real DynamoDB-compatible server per test, SQS
-//! records shaped as Lambda sends them, and item inspection.
+//! Test support as library code (cargo feature `testing`, which the tests,
+//! benches and examples enable; the Lambda binaries never build it): a real
+//! DynamoDB-compatible server per test, SQS records shaped as Lambda sends
+//! them, item inspection, a local notification provider ([`provider`]) and
+//! stream records ([`stream_records`]).
 //!
 //! By default each test starts its own in-process dynoxide server on
 //! 127.0.0.1 port 0 and creates a fresh, uniquely named table. Set
@@ -7,10 +10,23 @@
 //! endpoint (any DynamoDB-compatible server, or DynamoDB itself); tables are
 //! then created there with unique names and deleted at the end of the test.
 
+// Test support reports on stderr what it could not clean up.
+#![allow(clippy::print_stderr)]
+
+pub mod provider;
+pub mod stream_records;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::core::batch::{BatchReport, Verdict};
+use crate::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
+use crate::ledger::{LedgerConfig, LedgerFunction};
+use crate::orders::OrderConfig;
+use crate::orders::OrderFunction;
+use crate::orders::domain::Outcome;
+use crate::orders::store::{self, OrderStore};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::{
@@ -21,13 +37,6 @@ use aws_sdk_dynamodb::config::{
 };
 use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::core::batch::{BatchReport, Verdict};
-use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-use order_consumer::ledger::{LedgerConfig, LedgerFunction};
-use order_consumer::orders::OrderConfig;
-use order_consumer::orders::OrderFunction;
-use order_consumer::orders::domain::Outcome;
-use order_consumer::orders::store::{self, OrderStore};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -61,8 +70,8 @@ pub fn client_for(endpoint: &str) -> Client {
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "static"))
         .endpoint_url(endpoint)
-        .retry_config(order_consumer::core::dynamo::retry_config())
-        .timeout_config(order_consumer::core::dynamo::timeout_config())
+        .retry_config(crate::core::dynamo::retry_config())
+        .timeout_config(crate::core::dynamo::timeout_config())
         .build();
     Client::from_conf(conf)
 }
@@ -94,8 +103,8 @@ pub async fn start_dynoxide() -> String {
 /// servers).
 async fn external_client() -> Client {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .retry_config(order_consumer::core::dynamo::retry_config())
-        .timeout_config(order_consumer::core::dynamo::timeout_config());
+        .retry_config(crate::core::dynamo::retry_config())
+        .timeout_config(crate::core::dynamo::timeout_config());
     if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
         loader = loader.region(Region::new("us-east-1"));
     }
@@ -157,7 +166,7 @@ impl TestDb {
     #[allow(dead_code)]
     pub async fn extra_table(&self, suffix: &str, key: &str) -> String {
         let name = format!("{}-{suffix}", self.table);
-        order_consumer::core::dynamo::create_table_with_key(&self.client, &name, key)
+        crate::core::dynamo::create_table_with_key(&self.client, &name, key)
             .await
             .expect("create table");
         if let Ok(mut tables) = self.extra_tables.lock() {
@@ -476,16 +485,12 @@ impl LedgerDb {
         let db = TestDb::new().await;
         let ledger_table = format!("{}-ledger", db.table);
         let accounts_table = format!("{}-accounts", db.table);
-        order_consumer::core::dynamo::create_table_with_key(&db.client, &ledger_table, ENTRY_KEY)
+        crate::core::dynamo::create_table_with_key(&db.client, &ledger_table, ENTRY_KEY)
             .await
             .expect("create ledger table");
-        order_consumer::core::dynamo::create_table_with_key(
-            &db.client,
-            &accounts_table,
-            ACCOUNT_KEY,
-        )
-        .await
-        .expect("create accounts table");
+        crate::core::dynamo::create_table_with_key(&db.client, &accounts_table, ACCOUNT_KEY)
+            .await
+            .expect("create accounts table");
         LedgerDb {
             db,
             ledger_table,

@@ -1,0 +1,369 @@
+//! A fourth consumer, of another domain, on the public core only: stock
+//! reservations (`ReservationRequested`, `ReservationConfirmed`,
+//! `ReservationReleased`), each one conditional UpdateItem whose refusal is
+//! classified from the item DynamoDB returns. docs/adapting.md walks
+//! through it; `cargo run --example reservations` runs it against a local
+//! DynamoDB, and its tests run with the suite.
+
+use std::fmt;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
+use order_consumer::core::batch::{BatchContext, Handler, Skip, Verdict};
+use order_consumer::core::config::Runtime;
+use order_consumer::core::dynamo::{Conditional, n, s, send_conditional};
+use order_consumer::core::error::StoreError;
+use order_consumer::core::function::Function;
+use order_consumer::core::wire::{
+    Id, ParseError, as_object, parse_wrapped, req_id, req_str, req_u64,
+};
+use order_consumer::testing;
+use tracing::{Level, Span, field};
+
+/// The three events, and the status each leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Requested,
+    Confirmed,
+    Released,
+}
+
+impl Kind {
+    fn target(self) -> &'static str {
+        match self {
+            Kind::Requested => "REQUESTED",
+            Kind::Confirmed => "CONFIRMED",
+            Kind::Released => "RELEASED",
+        }
+    }
+    /// The transition table: the statuses this event may apply to (none:
+    /// the reservation must not exist yet).
+    fn from(self) -> &'static [&'static str] {
+        match self {
+            Kind::Requested => &[],
+            Kind::Confirmed => &["REQUESTED"],
+            Kind::Released => &["REQUESTED", "CONFIRMED"],
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Reservation {
+    pub id: Id,
+    pub kind: Kind,
+    pub sku: Option<Id>,
+    pub quantity: u64,
+}
+
+/// Parse one body (plain, SNS- or EventBridge-wrapped) with the core's
+/// strict readers: a specific error, never the value.
+pub fn parse(body: Option<&str>) -> Result<Reservation, ParseError> {
+    parse_wrapped(body, |v| {
+        let obj = as_object(v, "(event)")?;
+        let kind = match req_str(obj, "", "type")? {
+            "ReservationRequested" => Kind::Requested,
+            "ReservationConfirmed" => Kind::Confirmed,
+            "ReservationReleased" => Kind::Released,
+            _ => return Err(ParseError::UnknownType),
+        };
+        let requested = kind == Kind::Requested;
+        Ok(Reservation {
+            id: req_id(obj, "", "reservationId")?,
+            kind,
+            sku: requested.then(|| req_id(obj, "", "sku")).transpose()?,
+            quantity: if requested {
+                req_u64(obj, "", "quantity")?
+            } else {
+                0
+            },
+        })
+    })
+}
+
+/// What happened to one record.
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+pub enum ReservationOutcome {
+    Applied,
+    /// The reservation is already in this event's status.
+    Duplicate,
+    /// Confirmed or released before it was requested: retry later.
+    Early,
+    /// Can never apply (confirming a released reservation).
+    Rejected,
+    Invalid(ParseError),
+    Failed(StoreError),
+    NotAttempted(Skip),
+}
+
+impl fmt::Display for ReservationOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReservationOutcome::Invalid(e) => write!(f, "Invalid: {e}"),
+            ReservationOutcome::Failed(e) => write!(f, "Failed: {e}"),
+            other => f.write_str(other.label()),
+        }
+    }
+}
+
+impl Verdict for ReservationOutcome {
+    const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+    fn invalid(e: ParseError) -> Self {
+        ReservationOutcome::Invalid(e)
+    }
+    fn not_attempted(skip: Skip) -> Self {
+        ReservationOutcome::NotAttempted(skip)
+    }
+    fn failed(e: StoreError) -> Self {
+        ReservationOutcome::Failed(e)
+    }
+    fn acknowledge(&self) -> bool {
+        matches!(
+            self,
+            ReservationOutcome::Applied
+                | ReservationOutcome::Duplicate
+                | ReservationOutcome::Rejected
+        )
+    }
+    fn label(&self) -> &'static str {
+        self.into()
+    }
+    fn is_dependency_failure(&self) -> bool {
+        matches!(self, ReservationOutcome::Failed(_))
+    }
+    fn is_not_attempted(&self) -> bool {
+        matches!(self, ReservationOutcome::NotAttempted(_))
+    }
+    fn level(&self) -> Level {
+        match self {
+            ReservationOutcome::Invalid(_) => Level::ERROR,
+            ReservationOutcome::Rejected
+            | ReservationOutcome::Failed(_)
+            | ReservationOutcome::NotAttempted(_) => Level::WARN,
+            _ => Level::INFO,
+        }
+    }
+}
+
+/// Refused: what does the stored status (ALL_OLD) say? Pure.
+pub fn classify(kind: Kind, stored: Option<&str>) -> ReservationOutcome {
+    match stored {
+        Some(st) if st == kind.target() => ReservationOutcome::Duplicate,
+        None if kind != Kind::Requested => ReservationOutcome::Early,
+        None => ReservationOutcome::Failed(StoreError::RefusedWithoutItem),
+        Some(_) => ReservationOutcome::Rejected,
+    }
+}
+
+pub struct ReservationHandler {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl Handler for ReservationHandler {
+    type Record = SqsMessage;
+    type Event = Reservation;
+    type Outcome = ReservationOutcome;
+
+    fn parse(&self, record: &SqsMessage) -> Result<Reservation, ParseError> {
+        parse(record.body.as_deref())
+    }
+    fn key(&self, r: &Reservation) -> String {
+        r.id.to_string()
+    }
+    fn rank(&self, r: &Reservation) -> u64 {
+        r.kind as u64
+    }
+    fn span(&self, record_id: &str, r: Option<&Reservation>) -> Span {
+        tracing::info_span!(
+            "record",
+            message_id = record_id,
+            reservation_id = r.map(|r| r.id.as_str()),
+            outcome = field::Empty
+        )
+    }
+
+    async fn apply(&self, r: &Reservation, _cx: &BatchContext) -> ReservationOutcome {
+        // The guard is the transition table: absent for a request, one of
+        // the allowed statuses otherwise. ALL_OLD brings the status back.
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("reservation_id", s(r.id.as_str()))
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":to", s(r.kind.target()))
+            .return_values_on_condition_check_failure(AllOld);
+        let (set, condition) = match (r.kind, &r.sku) {
+            (Kind::Requested, Some(sku)) => {
+                update = update
+                    .expression_attribute_values(":sku", s(sku.as_str()))
+                    .expression_attribute_values(":qty", n(r.quantity));
+                (
+                    "SET #st = :to, sku = :sku, quantity = :qty",
+                    "attribute_not_exists(reservation_id)".to_owned(),
+                )
+            }
+            (kind, _) => {
+                let names: Vec<String> = kind
+                    .from()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, st)| {
+                        update = update
+                            .clone()
+                            .expression_attribute_values(format!(":f{i}"), s(st));
+                        format!(":f{i}")
+                    })
+                    .collect();
+                ("SET #st = :to", format!("#st IN ({})", names.join(", ")))
+            }
+        };
+        match send_conditional(
+            update
+                .update_expression(set)
+                .condition_expression(condition),
+        )
+        .await
+        {
+            Ok(Conditional::Committed) => ReservationOutcome::Applied,
+            Ok(Conditional::Refused(item)) => classify(
+                r.kind,
+                item.as_ref()
+                    .and_then(|i| i.get("status"))
+                    .and_then(|v| v.as_s().ok())
+                    .map(String::as_str),
+            ),
+            Err(e) => ReservationOutcome::Failed(e),
+        }
+    }
+}
+
+pub fn function(client: aws_sdk_dynamodb::Client, table: &str) -> Function<ReservationHandler> {
+    let runtime = Runtime::from_lookup(&|k| std::env::var(k).ok(), "Reservations", "reservations")
+        .unwrap_or_else(|e| panic!("configuration: {e}"));
+    Function::with_handler(
+        ReservationHandler {
+            client,
+            table: table.to_owned(),
+        },
+        runtime,
+        "Reservations",
+    )
+}
+
+/// Run one batch, as Lambda would, against a local DynamoDB, and print
+/// each record's outcome.
+#[tokio::main]
+async fn main() {
+    let db = testing::TestDb::new().await;
+    let table = db.extra_table("reservations", "reservation_id").await;
+    let f = function(db.client.clone(), &table);
+    let event = batch_of(&[
+        requested("r-1"),
+        other("r-2", "ReservationConfirmed"),
+        requested("r-1"),
+    ]);
+    let (report, _) = f.handle_batch(&event, testing::far_deadline()).await;
+    for r in &report.records {
+        println!("{} {}", r.record_id.as_deref().unwrap_or("-"), r.outcome);
+    }
+}
+
+fn requested(id: &str) -> String {
+    format!(
+        r#"{{"type":"ReservationRequested","reservationId":"{id}","sku":"sku-1","quantity":2}}"#
+    )
+}
+
+fn other(id: &str, kind: &str) -> String {
+    format!(r#"{{"type":"{kind}","reservationId":"{id}"}}"#)
+}
+
+fn batch_of(bodies: &[String]) -> SqsEvent {
+    testing::batch(
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| testing::record(&format!("m-{i}"), b))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn run(f: &Function<ReservationHandler>, bodies: &[String]) -> Vec<&'static str> {
+        let (report, _) = f
+            .handle_batch(&batch_of(bodies), testing::far_deadline())
+            .await;
+        report.outcomes().map(|o| o.label()).collect()
+    }
+
+    #[tokio::test]
+    async fn each_event_applies_once_in_its_turn() {
+        let db = testing::TestDb::new().await;
+        let table = db.extra_table("reservations", "reservation_id").await;
+        let f = function(db.client.clone(), &table);
+        let confirm = other("r-1", "ReservationConfirmed");
+        assert_eq!(
+            run(&f, std::slice::from_ref(&confirm)).await,
+            ["Early"],
+            "confirmed before requested"
+        );
+        assert_eq!(
+            run(&f, &[requested("r-1"), requested("r-1")]).await,
+            ["Applied", "Duplicate"]
+        );
+        assert_eq!(
+            run(&f, &[confirm.clone(), confirm.clone()]).await,
+            ["Applied", "Duplicate"]
+        );
+        let release = other("r-1", "ReservationReleased");
+        assert_eq!(run(&f, std::slice::from_ref(&release)).await, ["Applied"]);
+        assert_eq!(
+            run(&f, &[confirm]).await,
+            ["Rejected"],
+            "confirmed after release"
+        );
+        assert_eq!(
+            run(&f, &["{not json".to_owned(), other("r-1", "Teleported")]).await,
+            ["Invalid", "Invalid"]
+        );
+        let item = db
+            .client
+            .get_item()
+            .table_name(&table)
+            .key("reservation_id", s("r-1"))
+            .send()
+            .await
+            .expect("GetItem")
+            .item
+            .expect("item");
+        assert_eq!(
+            item.get("status")
+                .and_then(|v| v.as_s().ok())
+                .map(String::as_str),
+            Some("RELEASED")
+        );
+        assert_eq!(
+            item.get("quantity")
+                .and_then(|v| v.as_n().ok())
+                .map(String::as_str),
+            Some("2")
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_read_from_the_stored_status() {
+        use ReservationOutcome::*;
+        assert_eq!(classify(Kind::Confirmed, Some("CONFIRMED")), Duplicate);
+        assert_eq!(classify(Kind::Confirmed, None), Early);
+        assert_eq!(classify(Kind::Confirmed, Some("RELEASED")), Rejected);
+        assert_eq!(classify(Kind::Requested, Some("CONFIRMED")), Rejected);
+        assert_eq!(
+            classify(Kind::Requested, None),
+            Failed(StoreError::RefusedWithoutItem)
+        );
+    }
+}
