@@ -34,13 +34,7 @@ static TABLES: AtomicU64 = AtomicU64::new(0);
 impl Db {
     /// Start dynoxide in this process and create a fresh orders table.
     pub async fn start() -> Db {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local addr");
-        let db = dynoxide::Database::memory().expect("in-memory dynoxide");
-        tokio::spawn(dynoxide::server::serve_on(listener, db));
-        let url = format!("http://{addr}");
+        let url = order_consumer::testing::start_dynoxide().await;
         let client = client_for(&url);
         let table = format!(
             "orders-reliability-{}-{}",

@@ -50,15 +50,7 @@ fn print_seen(test: &str) {
 }
 
 fn base_event(kind: &str) -> Value {
-    let data = match kind {
-        "OrderPlaced" => json!({"customerId": "cust-1", "amount": 150000, "currency": "INR"}),
-        "OrderPaid" => json!({"paymentId": "pay-1", "amount": 150000, "currency": "INR"}),
-        "OrderShipped" => json!({"carrier": "BlueDart", "trackingId": "BD1"}),
-        "OrderCancelled" => json!({"reason": "customer request"}),
-        _ => json!({}),
-    };
-    json!({"eventId": EVENT, "orderId": ORDER, "seq": 1, "type": kind,
-           "occurredAt": "2026-11-29T10:15:00Z", "data": data})
+    order_consumer::testing::body(ORDER, 1, kind, EVENT)
 }
 
 fn kind() -> impl Strategy<Value = &'static str> {
