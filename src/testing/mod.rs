@@ -559,23 +559,17 @@ impl Drop for LedgerDb {
 }
 
 pub async fn scan_all(client: &Client, table: &str) -> Vec<HashMap<String, AttributeValue>> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let out = client
-            .scan()
-            .table_name(table)
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .expect("Scan");
-        items.extend(out.items.unwrap_or_default());
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return items,
-        }
-    }
+    // The SDK's paginator follows LastEvaluatedKey.
+    client
+        .scan()
+        .table_name(table)
+        .consistent_read(true)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .expect("Scan")
 }
 
 /// A ledger event body.
