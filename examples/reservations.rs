@@ -9,18 +9,20 @@ use std::fmt;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
-use order_consumer::core::batch::{BatchContext, Handler, Skip, Verdict};
+use order_consumer::core::batch::{BatchContext, Handler};
 use order_consumer::core::config::Runtime;
 use order_consumer::core::dynamo::{Conditional, n, s, send_conditional};
 use order_consumer::core::error::StoreError;
 use order_consumer::core::function::Function;
+use order_consumer::core::outcome::{Unsettled, Verdict};
 use order_consumer::core::wire::{
     Id, ParseError, as_object, parse_wrapped, req_id, req_str, req_u64,
 };
 use order_consumer::testing;
 use tracing::{Level, Span, field};
 
-/// The three events, and the status each leads to.
+/// The three events. Each names the status it leads to and the statuses
+/// it may apply to: that is the whole transition table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Requested,
@@ -36,13 +38,13 @@ impl Kind {
             Kind::Released => "RELEASED",
         }
     }
-    /// The transition table: the statuses this event may apply to (none:
-    /// the reservation must not exist yet).
-    fn from(self) -> &'static [&'static str] {
+    /// The write's guard. A request founds the reservation; the others need
+    /// it in one of the statuses they may follow.
+    fn condition(self) -> &'static str {
         match self {
-            Kind::Requested => &[],
-            Kind::Confirmed => &["REQUESTED"],
-            Kind::Released => &["REQUESTED", "CONFIRMED"],
+            Kind::Requested => "attribute_not_exists(reservation_id)",
+            Kind::Confirmed => "#st = :requested",
+            Kind::Released => "#st IN (:requested, :confirmed)",
         }
     }
 }
@@ -51,8 +53,8 @@ impl Kind {
 pub struct Reservation {
     pub id: Id,
     pub kind: Kind,
-    pub sku: Option<Id>,
-    pub quantity: u64,
+    /// Only a request carries the SKU and quantity.
+    pub stock: Option<(Id, u64)>,
 }
 
 /// Parse one body (plain, SNS- or EventBridge-wrapped) with the core's
@@ -66,21 +68,19 @@ pub fn parse(body: Option<&str>) -> Result<Reservation, ParseError> {
             "ReservationReleased" => Kind::Released,
             _ => return Err(ParseError::UnknownType),
         };
-        let requested = kind == Kind::Requested;
+        let stock = (kind == Kind::Requested)
+            .then(|| Ok((req_id(obj, "", "sku")?, req_u64(obj, "", "quantity")?)))
+            .transpose()?;
         Ok(Reservation {
             id: req_id(obj, "", "reservationId")?,
             kind,
-            sku: requested.then(|| req_id(obj, "", "sku")).transpose()?,
-            quantity: if requested {
-                req_u64(obj, "", "quantity")?
-            } else {
-                0
-            },
+            stock,
         })
     })
 }
 
-/// What happened to one record.
+/// What happened to one record. `Unsettled` (Invalid, Failed, NotAttempted)
+/// is the core's, with its labels and log levels.
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum ReservationOutcome {
     Applied,
@@ -90,55 +90,45 @@ pub enum ReservationOutcome {
     Early,
     /// Can never apply (confirming a released reservation).
     Rejected,
-    Invalid(ParseError),
-    Failed(StoreError),
-    NotAttempted(Skip),
+    #[strum(transparent)]
+    Unsettled(Unsettled),
+}
+
+impl From<Unsettled> for ReservationOutcome {
+    fn from(u: Unsettled) -> Self {
+        ReservationOutcome::Unsettled(u)
+    }
 }
 
 impl fmt::Display for ReservationOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ReservationOutcome::Invalid(e) => write!(f, "Invalid: {e}"),
-            ReservationOutcome::Failed(e) => write!(f, "Failed: {e}"),
+            ReservationOutcome::Unsettled(u) => u.fmt(f),
             other => f.write_str(other.label()),
         }
     }
 }
 
 impl Verdict for ReservationOutcome {
-    const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
-    fn invalid(e: ParseError) -> Self {
-        ReservationOutcome::Invalid(e)
-    }
-    fn not_attempted(skip: Skip) -> Self {
-        ReservationOutcome::NotAttempted(skip)
-    }
-    fn failed(e: StoreError) -> Self {
-        ReservationOutcome::Failed(e)
+    type Failure = StoreError;
+    const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+    fn unsettled(&self) -> Option<&Unsettled> {
+        match self {
+            ReservationOutcome::Unsettled(u) => Some(u),
+            _ => None,
+        }
     }
     fn acknowledge(&self) -> bool {
-        matches!(
-            self,
-            ReservationOutcome::Applied
-                | ReservationOutcome::Duplicate
-                | ReservationOutcome::Rejected
-        )
+        use ReservationOutcome::*;
+        matches!(self, Applied | Duplicate | Rejected)
     }
     fn label(&self) -> &'static str {
         self.into()
     }
-    fn is_dependency_failure(&self) -> bool {
-        matches!(self, ReservationOutcome::Failed(_))
-    }
-    fn is_not_attempted(&self) -> bool {
-        matches!(self, ReservationOutcome::NotAttempted(_))
-    }
     fn level(&self) -> Level {
         match self {
-            ReservationOutcome::Invalid(_) => Level::ERROR,
-            ReservationOutcome::Rejected
-            | ReservationOutcome::Failed(_)
-            | ReservationOutcome::NotAttempted(_) => Level::WARN,
+            ReservationOutcome::Rejected => Level::WARN,
+            ReservationOutcome::Unsettled(u) => u.level(),
             _ => Level::INFO,
         }
     }
@@ -148,9 +138,10 @@ impl Verdict for ReservationOutcome {
 pub fn classify(kind: Kind, stored: Option<&str>) -> ReservationOutcome {
     match stored {
         Some(st) if st == kind.target() => ReservationOutcome::Duplicate,
-        None if kind != Kind::Requested => ReservationOutcome::Early,
-        None => ReservationOutcome::Failed(StoreError::RefusedWithoutItem),
         Some(_) => ReservationOutcome::Rejected,
+        None if kind != Kind::Requested => ReservationOutcome::Early,
+        // The guard of a request refuses only an existing item.
+        None => ReservationOutcome::failed(StoreError::RefusedWithoutItem),
     }
 }
 
@@ -170,70 +161,52 @@ impl Handler for ReservationHandler {
     fn key(&self, r: &Reservation) -> String {
         r.id.to_string()
     }
+    /// Within one reservation, a batch applies Requested before Confirmed
+    /// before Released.
     fn rank(&self, r: &Reservation) -> u64 {
         r.kind as u64
     }
     fn span(&self, record_id: &str, r: Option<&Reservation>) -> Span {
+        let id = r.map(|r| r.id.as_str());
         tracing::info_span!(
             "record",
             message_id = record_id,
-            reservation_id = r.map(|r| r.id.as_str()),
+            reservation_id = id,
             outcome = field::Empty
         )
     }
 
     async fn apply(&self, r: &Reservation, _cx: &BatchContext) -> ReservationOutcome {
-        // The guard is the transition table: absent for a request, one of
-        // the allowed statuses otherwise. ALL_OLD brings the status back.
         let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("reservation_id", s(r.id.as_str()))
+            .update_expression("SET #st = :to")
+            .condition_expression(r.kind.condition())
             .expression_attribute_names("#st", "status")
             .expression_attribute_values(":to", s(r.kind.target()))
+            // A refusal brings the stored item back: no second read.
             .return_values_on_condition_check_failure(AllOld);
-        let (set, condition) = match (r.kind, &r.sku) {
-            (Kind::Requested, Some(sku)) => {
-                update = update
-                    .expression_attribute_values(":sku", s(sku.as_str()))
-                    .expression_attribute_values(":qty", n(r.quantity));
-                (
-                    "SET #st = :to, sku = :sku, quantity = :qty",
-                    "attribute_not_exists(reservation_id)".to_owned(),
-                )
+        update = match (r.kind, &r.stock) {
+            (Kind::Requested, Some((sku, qty))) => update
+                .update_expression("SET #st = :to, sku = :sku, quantity = :qty")
+                .expression_attribute_values(":sku", s(sku.as_str()))
+                .expression_attribute_values(":qty", n(*qty)),
+            (Kind::Confirmed, _) => {
+                update.expression_attribute_values(":requested", s("REQUESTED"))
             }
-            (kind, _) => {
-                let names: Vec<String> = kind
-                    .from()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, st)| {
-                        update = update
-                            .clone()
-                            .expression_attribute_values(format!(":f{i}"), s(st));
-                        format!(":f{i}")
-                    })
-                    .collect();
-                ("SET #st = :to", format!("#st IN ({})", names.join(", ")))
-            }
+            (_, _) => update
+                .expression_attribute_values(":requested", s("REQUESTED"))
+                .expression_attribute_values(":confirmed", s("CONFIRMED")),
         };
-        match send_conditional(
-            update
-                .update_expression(set)
-                .condition_expression(condition),
-        )
-        .await
-        {
+        match send_conditional(update).await {
             Ok(Conditional::Committed) => ReservationOutcome::Applied,
-            Ok(Conditional::Refused(item)) => classify(
-                r.kind,
-                item.as_ref()
-                    .and_then(|i| i.get("status"))
-                    .and_then(|v| v.as_s().ok())
-                    .map(String::as_str),
-            ),
-            Err(e) => ReservationOutcome::Failed(e),
+            Ok(Conditional::Refused(item)) => {
+                let status = item.as_ref().and_then(|i| i.get("status")?.as_s().ok());
+                classify(r.kind, status.map(String::as_str))
+            }
+            Err(e) => ReservationOutcome::failed(e),
         }
     }
 }
@@ -363,7 +336,7 @@ mod tests {
         assert_eq!(classify(Kind::Requested, Some("CONFIRMED")), Rejected);
         assert_eq!(
             classify(Kind::Requested, None),
-            Failed(StoreError::RefusedWithoutItem)
+            ReservationOutcome::failed(StoreError::RefusedWithoutItem)
         );
     }
 }

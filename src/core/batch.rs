@@ -10,12 +10,12 @@
 //! the notifier) is behind [`Handler`]: what a record is (an SQS message, a
 //! DynamoDB stream record, see [`BatchRecord`]), how it is parsed, which
 //! records must be applied one after another, and how one record is applied.
-//! Their outcomes implement [`Verdict`]. Grouping, strict ordering (FIFO
+//! Their outcomes implement [`Verdict`] (see [`crate::core::outcome`]). Grouping, strict ordering (FIFO
 //! queues, streams), the deadline, logging and the failure list are here,
 //! once.
 
 use std::collections::HashMap;
-use std::fmt;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -27,6 +27,7 @@ use tracing::{Instrument, Level, Span};
 
 use crate::core::error::StoreError;
 use crate::core::metrics::OutcomeCounts;
+use crate::core::outcome::{self, Skip, Verdict};
 use crate::core::records::BatchRecord;
 use crate::core::wire::ParseError;
 
@@ -35,37 +36,6 @@ use crate::core::wire::ParseError;
 pub struct Settings {
     pub max_concurrency: usize,
     pub deadline_margin: Duration,
-}
-
-/// Why a record was not attempted at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
-    /// Too little time was left before the invocation deadline.
-    Deadline,
-    /// FIFO: an earlier record of the same message group failed in this batch,
-    /// so applying this one would break the group's order.
-    FifoGroupBlocked,
-}
-
-/// What the batch needs to know about a consumer's per-record outcome.
-pub trait Verdict: Clone + fmt::Display + Send + 'static {
-    /// Every label, so that metrics can report zeros.
-    const LABELS: &'static [&'static str];
-    fn invalid(error: ParseError) -> Self;
-    fn not_attempted(skip: Skip) -> Self;
-    fn failed(error: StoreError) -> Self;
-    /// May SQS delete the message?
-    fn acknowledge(&self) -> bool;
-    /// A stable name, used in logs and as the metric name.
-    fn label(&self) -> &'static str;
-    /// A dependency the record needs failed (DynamoDB, or the notifier's
-    /// provider), as opposed to a verdict about the event. A batch in which
-    /// every record failed this way (or was not attempted) fails the
-    /// invocation, so the outage shows in Lambda's Errors metric.
-    fn is_dependency_failure(&self) -> bool;
-    fn is_not_attempted(&self) -> bool;
-    /// How loudly the record's line is logged: what must an operator do?
-    fn level(&self) -> Level;
 }
 
 /// One consumer's record handling. Implemented by the order consumer, the
@@ -201,7 +171,7 @@ impl<O: Verdict> BatchReport<O> {
 
     /// The count per outcome label, every label present.
     pub fn counts(&self) -> OutcomeCounts {
-        OutcomeCounts::tally(O::LABELS, self.outcomes().map(O::label))
+        OutcomeCounts::tally(outcome::labels::<O>(), self.outcomes().map(O::label))
     }
 
     /// The ids of the records that were not acknowledged, once each, in

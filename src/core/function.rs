@@ -8,10 +8,11 @@ use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use tokio::time::Instant;
 
 use crate::core::batch::{
-    self, BatchError, BatchReport, Handler, Settings, Verdict, deadline_from_epoch_ms,
+    self, BatchError, BatchReport, Handler, Settings, deadline_from_epoch_ms,
 };
 use crate::core::config::Runtime;
 use crate::core::metrics;
+use crate::core::outcome::Verdict;
 use crate::core::records::{BatchEvent, BatchRecord, StrictInput};
 
 /// A consumer's Lambda function: built once per cold start, shared by every

@@ -17,10 +17,10 @@ pub struct OutcomeCounts(pub BTreeMap<&'static str, u64>);
 impl OutcomeCounts {
     /// Count `outcomes` (labels) with every one of `labels` present.
     pub fn tally(
-        labels: &[&'static str],
+        labels: impl IntoIterator<Item = &'static str>,
         outcomes: impl IntoIterator<Item = &'static str>,
     ) -> Self {
-        let mut m: BTreeMap<&'static str, u64> = labels.iter().map(|l| (*l, 0)).collect();
+        let mut m: BTreeMap<&'static str, u64> = labels.into_iter().map(|l| (l, 0)).collect();
         for label in outcomes {
             *m.entry(label).or_default() += 1;
         }
@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn document_has_every_outcome_and_its_declaration() {
-        let counts = OutcomeCounts::tally(&LABELS, ["Applied", "Applied", "Duplicate"]);
+        let counts = OutcomeCounts::tally(LABELS, ["Applied", "Applied", "Duplicate"]);
         let doc = emf_document("NS", "fn", &counts, &[("BatchSize", 3), ("CacheHits", 1)]);
         assert_eq!(doc["Applied"], 2);
         assert_eq!(doc["Duplicate"], 1);

@@ -5,6 +5,9 @@
 //!   record first, groups them, applies each group in order with bounded
 //!   concurrency, honours strict ordering (FIFO, streams) and the deadline,
 //!   logs one line per record, and builds the partial-batch answer.
+//! - [`outcome`]: the outcomes every consumer shares (Invalid, Failed,
+//!   NotAttempted), their labels and log levels, and the [`outcome::Verdict`]
+//!   a consumer's outcome implements.
 //! - [`function`]: the Lambda function wrapper every consumer shares, for
 //!   SQS and stream events alike.
 //! - [`records`]: the Lambda events (SQS, DynamoDB streams) read strictly,
@@ -27,6 +30,7 @@ pub mod dynamo;
 pub mod error;
 pub mod function;
 pub mod metrics;
+pub mod outcome;
 pub mod records;
 pub mod time;
 pub mod wire;

@@ -15,9 +15,8 @@
 
 use tracing::Level;
 
-use crate::core::batch::{Skip, Verdict};
 use crate::core::error::StoreError;
-use crate::core::wire::ParseError;
+use crate::core::outcome::{Unsettled, Verdict};
 use crate::ledger::event::{LedgerEvent, Movement};
 
 /// A ledger entry as stored (the fields classification needs).
@@ -135,14 +134,15 @@ pub enum LedgerOutcome {
     /// (written by this attempt).
     Suspended(SuspenseReason),
     Conflict(LedgerConflict),
-    Invalid(ParseError),
-    Failed(StoreError),
-    NotAttempted(Skip),
+    /// Invalid, Failed or NotAttempted, as for every consumer.
+    #[strum(transparent)]
+    Unsettled(Unsettled),
 }
 
-impl LedgerOutcome {
-    /// Every label (the variants' names), so that metrics can report zeros.
-    pub const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+impl From<Unsettled> for LedgerOutcome {
+    fn from(u: Unsettled) -> Self {
+        LedgerOutcome::Unsettled(u)
+    }
 }
 
 impl std::fmt::Display for LedgerOutcome {
@@ -173,31 +173,20 @@ impl std::fmt::Display for LedgerOutcome {
             LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers) => {
                 f.write_str("Conflict: the event is already parked in suspense with other content")
             }
-            LedgerOutcome::Invalid(e) => write!(f, "Invalid: {e}"),
-            LedgerOutcome::Failed(e) => write!(f, "Failed: {e}"),
-            LedgerOutcome::NotAttempted(Skip::Deadline) => {
-                f.write_str("NotAttempted: invocation deadline too close")
-            }
-            LedgerOutcome::NotAttempted(Skip::FifoGroupBlocked) => {
-                f.write_str("NotAttempted: an earlier record of this FIFO group failed")
-            }
+            LedgerOutcome::Unsettled(u) => u.fmt(f),
         }
     }
 }
 
 impl Verdict for LedgerOutcome {
-    const LABELS: &'static [&'static str] = LedgerOutcome::LABELS;
+    type Failure = StoreError;
+    const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
-    fn invalid(error: ParseError) -> Self {
-        LedgerOutcome::Invalid(error)
-    }
-
-    fn not_attempted(skip: Skip) -> Self {
-        LedgerOutcome::NotAttempted(skip)
-    }
-
-    fn failed(error: StoreError) -> Self {
-        LedgerOutcome::Failed(error)
+    fn unsettled(&self) -> Option<&Unsettled> {
+        match self {
+            LedgerOutcome::Unsettled(u) => Some(u),
+            _ => None,
+        }
     }
 
     /// Only what is durably recorded may be deleted from the queue: a
@@ -215,22 +204,12 @@ impl Verdict for LedgerOutcome {
         self.into()
     }
 
-    fn is_dependency_failure(&self) -> bool {
-        matches!(self, LedgerOutcome::Failed(_))
-    }
-
-    fn is_not_attempted(&self) -> bool {
-        matches!(self, LedgerOutcome::NotAttempted(_))
-    }
-
     fn level(&self) -> Level {
         match self {
             LedgerOutcome::Applied | LedgerOutcome::Duplicate | LedgerOutcome::Early => Level::INFO,
-            LedgerOutcome::Suspended(_) | LedgerOutcome::NotAttempted(_) => Level::WARN,
-            LedgerOutcome::Failed(e) if e.is_retryable() => Level::WARN,
-            LedgerOutcome::Failed(_) | LedgerOutcome::Conflict(_) | LedgerOutcome::Invalid(_) => {
-                Level::ERROR
-            }
+            LedgerOutcome::Suspended(_) => Level::WARN,
+            LedgerOutcome::Conflict(_) => Level::ERROR,
+            LedgerOutcome::Unsettled(u) => u.level(),
         }
     }
 }
@@ -260,7 +239,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
     .flatten()
     .next()
     {
-        return settled(LedgerOutcome::Failed(t));
+        return settled(LedgerOutcome::Unsettled(Unsettled::Failed(t)));
     }
 
     // 1. The entry: its id is the idempotency key.
@@ -273,7 +252,9 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
             });
         }
         Reason::ConditionFailed(None) => {
-            return settled(LedgerOutcome::Failed(StoreError::RefusedWithoutItem));
+            return settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::RefusedWithoutItem,
+            )));
         }
         _ => {}
     }
@@ -300,7 +281,9 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
                 requested: ev.amount.get(),
             });
         }
-        return settled(LedgerOutcome::Failed(StoreError::InconsistentRefusal));
+        return settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+            StoreError::InconsistentRefusal,
+        )));
     }
 
     // 3. The account: same currency (or, for a capture, a new account).
@@ -311,14 +294,14 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
                 account_currency: account.currency.clone(),
             })
         }
-        Reason::ConditionFailed(Some(_)) => {
-            settled(LedgerOutcome::Failed(StoreError::InconsistentRefusal))
-        }
+        Reason::ConditionFailed(Some(_)) => settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+            StoreError::InconsistentRefusal,
+        ))),
         // A refund's account is created by its capture; if the capture
         // exists and the account does not, something else is wrong.
-        Reason::ConditionFailed(None) => {
-            settled(LedgerOutcome::Failed(StoreError::RefusedWithoutItem))
-        }
+        Reason::ConditionFailed(None) => settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+            StoreError::RefusedWithoutItem,
+        ))),
         _ => {
             let code = [
                 other_code(&c.entry),
@@ -329,7 +312,9 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
             .flatten()
             .next()
             .unwrap_or_else(|| "TransactionCanceled".to_owned());
-            settled(LedgerOutcome::Failed(StoreError::Client { code }))
+            settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::Client { code },
+            )))
         }
     }
 }
@@ -352,7 +337,7 @@ pub fn classify_park_refusal(
     stored: Option<&SuspenseSnapshot>,
 ) -> LedgerOutcome {
     match stored {
-        None => LedgerOutcome::Failed(StoreError::RefusedWithoutItem),
+        None => LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem)),
         Some(s) if !same_suspense(ev, s) => {
             LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers)
         }
@@ -390,6 +375,8 @@ fn other_code<T>(r: &Reason<T>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::outcome::{Skip, labels};
+    use crate::core::wire::ParseError;
     use crate::ledger::event::parse_body;
     use serde_json::json;
 
@@ -522,7 +509,9 @@ mod tests {
         );
         assert!(matches!(
             classify_cancellation(&c, &conflict),
-            Decision::Settled(LedgerOutcome::Failed(StoreError::Server { .. }))
+            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::Server { .. }
+            )))
         ));
         let throttled = cancel(
             Reason::Throttled {
@@ -533,7 +522,9 @@ mod tests {
         );
         assert!(matches!(
             classify_cancellation(&c, &throttled),
-            Decision::Settled(LedgerOutcome::Failed(StoreError::Throttled { .. }))
+            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::Throttled { .. }
+            )))
         ));
         let odd = cancel(
             Reason::Other {
@@ -544,9 +535,11 @@ mod tests {
         );
         assert_eq!(
             classify_cancellation(&c, &odd),
-            Decision::Settled(LedgerOutcome::Failed(StoreError::Client {
-                code: "ValidationError".into()
-            }))
+            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::Client {
+                    code: "ValidationError".into()
+                }
+            )))
         );
     }
 
@@ -565,9 +558,11 @@ mod tests {
         assert!(!LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers).acknowledge());
         assert!(!LedgerOutcome::Early.acknowledge());
         assert!(!LedgerOutcome::Conflict(LedgerConflict::EntryDiffers).acknowledge());
-        assert!(!LedgerOutcome::Failed(StoreError::Timeout).acknowledge());
-        assert!(!LedgerOutcome::Invalid(ParseError::MissingBody).acknowledge());
-        assert!(!LedgerOutcome::NotAttempted(Skip::Deadline).acknowledge());
+        assert!(!LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Timeout)).acknowledge());
+        assert!(
+            !LedgerOutcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)).acknowledge()
+        );
+        assert!(!LedgerOutcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)).acknowledge());
     }
 
     fn parked(account: &str, amount: i128, currency: &str, attempt: &str) -> SuspenseSnapshot {
@@ -624,7 +619,7 @@ mod tests {
             (
                 "no item",
                 None,
-                LedgerOutcome::Failed(StoreError::RefusedWithoutItem),
+                LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem)),
             ),
         ];
         for (name, stored, want) in cases {
@@ -658,7 +653,7 @@ mod tests {
             requested: 987_654,
         });
         assert_eq!(o.label(), "Suspended");
-        assert!(LedgerOutcome::LABELS.contains(&"Suspended"));
+        assert!(labels::<LedgerOutcome>().any(|l| l == "Suspended"));
         assert_eq!(o.level(), Level::WARN);
         let shown = o.to_string();
         assert!(

@@ -31,6 +31,7 @@ use tracing::{Span, field};
 use crate::core::batch::{BatchContext, Handler};
 use crate::core::config::{ConfigError, Runtime, required};
 use crate::core::function::Function;
+use crate::core::outcome::Unsettled;
 use crate::core::wire::ParseError;
 use domain::Decision;
 pub use domain::LedgerOutcome;
@@ -94,7 +95,7 @@ impl Handler for LedgerHandler {
                 Decision::Settled(outcome) => return outcome,
                 Decision::Park(reason) => reason,
             },
-            Err(e) => return LedgerOutcome::Failed(e),
+            Err(e) => return LedgerOutcome::Unsettled(Unsettled::Failed(e)),
         };
         // Only once the suspense entry exists may the record be
         // acknowledged; a failed Put is a failed record, retried by SQS.
@@ -103,7 +104,7 @@ impl Handler for LedgerHandler {
             Ok(Parked::Refused { attempt, stored }) => {
                 domain::classify_park_refusal(ev, reason, &attempt, stored.as_ref())
             }
-            Err(e) => LedgerOutcome::Failed(e),
+            Err(e) => LedgerOutcome::Unsettled(Unsettled::Failed(e)),
         }
     }
 }

@@ -7,9 +7,8 @@ use std::fmt;
 use serde_json::{Value, json};
 use tracing::Level;
 
-use crate::core::batch::{Skip, Verdict};
 use crate::core::error::StoreError;
-use crate::core::wire::ParseError;
+use crate::core::outcome::{Failure, Unsettled, Verdict};
 use crate::orders::domain::Status;
 
 /// The notifications customers get.
@@ -171,21 +170,39 @@ pub enum NotifyOutcome {
     NothingToSend,
     /// The provider refused this notification for good (422); recorded
     /// REJECTED with the status and a fixed reason, counted and alarmed on.
-    Rejected {
-        status: u16,
-    },
+    Rejected { status: u16 },
     /// Recorded as rejected before.
     AlreadyRejected,
     /// Another invocation holds a live claim on it: retry later.
     Busy,
-    Failed(NotifyError),
-    Invalid(ParseError),
-    NotAttempted(Skip),
+    /// Invalid, Failed (the notifications table or the provider) or
+    /// NotAttempted, as for every consumer.
+    #[strum(transparent)]
+    Unsettled(Unsettled<NotifyError>),
 }
 
-impl NotifyOutcome {
-    /// Every label (the variants' names), so that metrics can report zeros.
-    pub const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+impl From<Unsettled<NotifyError>> for NotifyOutcome {
+    fn from(u: Unsettled<NotifyError>) -> Self {
+        NotifyOutcome::Unsettled(u)
+    }
+}
+
+impl From<StoreError> for NotifyError {
+    fn from(e: StoreError) -> Self {
+        NotifyError::Store(e)
+    }
+}
+
+impl Failure for NotifyError {
+    /// A misconfigured provider (a redirect, a 4xx other than 422) fails
+    /// every notification alike until an operator fixes it.
+    fn is_retryable(&self) -> bool {
+        match self {
+            NotifyError::Store(e) => e.is_retryable(),
+            NotifyError::Misconfigured { .. } => false,
+            NotifyError::Provider { .. } | NotifyError::ProviderUnreachable => true,
+        }
+    }
 }
 
 impl fmt::Display for NotifyOutcome {
@@ -201,31 +218,20 @@ impl fmt::Display for NotifyOutcome {
             }
             NotifyOutcome::AlreadyRejected => f.write_str("AlreadyRejected: recorded as rejected"),
             NotifyOutcome::Busy => f.write_str("Busy: another invocation is sending it"),
-            NotifyOutcome::Failed(e) => write!(f, "Failed: {e}"),
-            NotifyOutcome::Invalid(e) => write!(f, "Invalid: {e}"),
-            NotifyOutcome::NotAttempted(Skip::Deadline) => {
-                f.write_str("NotAttempted: invocation deadline too close")
-            }
-            NotifyOutcome::NotAttempted(Skip::FifoGroupBlocked) => {
-                f.write_str("NotAttempted: an earlier record of this order failed")
-            }
+            NotifyOutcome::Unsettled(u) => u.fmt(f),
         }
     }
 }
 
 impl Verdict for NotifyOutcome {
-    const LABELS: &'static [&'static str] = NotifyOutcome::LABELS;
+    type Failure = NotifyError;
+    const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
-    fn invalid(error: ParseError) -> Self {
-        NotifyOutcome::Invalid(error)
-    }
-
-    fn not_attempted(skip: Skip) -> Self {
-        NotifyOutcome::NotAttempted(skip)
-    }
-
-    fn failed(error: StoreError) -> Self {
-        NotifyOutcome::Failed(NotifyError::Store(error))
+    fn unsettled(&self) -> Option<&Unsettled<NotifyError>> {
+        match self {
+            NotifyOutcome::Unsettled(u) => Some(u),
+            _ => None,
+        }
     }
 
     /// Done for good: delivered (now or before), refused for good, or
@@ -246,16 +252,6 @@ impl Verdict for NotifyOutcome {
         self.into()
     }
 
-    /// The notifications table or the provider: an invocation in which
-    /// every record failed on either is an outage, not a bad record.
-    fn is_dependency_failure(&self) -> bool {
-        matches!(self, NotifyOutcome::Failed(_))
-    }
-
-    fn is_not_attempted(&self) -> bool {
-        matches!(self, NotifyOutcome::NotAttempted(_))
-    }
-
     fn level(&self) -> Level {
         match self {
             NotifyOutcome::Sent
@@ -263,12 +259,8 @@ impl Verdict for NotifyOutcome {
             | NotifyOutcome::NothingToSend
             | NotifyOutcome::AlreadyRejected
             | NotifyOutcome::Busy => Level::INFO,
-            // Nothing will be delivered until someone fixes it.
-            NotifyOutcome::Invalid(_)
-            | NotifyOutcome::Failed(NotifyError::Misconfigured { .. }) => Level::ERROR,
-            NotifyOutcome::Rejected { .. }
-            | NotifyOutcome::NotAttempted(_)
-            | NotifyOutcome::Failed(_) => Level::WARN,
+            NotifyOutcome::Rejected { .. } => Level::WARN,
+            NotifyOutcome::Unsettled(u) => u.level(),
         }
     }
 }
@@ -282,10 +274,12 @@ pub fn classify_claim_refusal(stored: Option<&Stored>, now_ms: u64) -> NotifyOut
             NotifyOutcome::Busy
         }
         // An expired claim should have been taken over: look again.
-        Some(Stored::Sending { .. }) => {
-            NotifyOutcome::Failed(NotifyError::Store(StoreError::InconsistentRefusal))
-        }
-        None => NotifyOutcome::Failed(NotifyError::Store(StoreError::RefusedWithoutItem)),
+        Some(Stored::Sending { .. }) => NotifyOutcome::Unsettled(Unsettled::Failed(
+            NotifyError::Store(StoreError::InconsistentRefusal),
+        )),
+        None => NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
+            StoreError::RefusedWithoutItem,
+        ))),
     }
 }
 
@@ -349,11 +343,14 @@ mod tests {
         );
         assert!(matches!(
             classify_claim_refusal(Some(&Stored::Sending { lease_until_ms: 1 }), 5),
-            NotifyOutcome::Failed(_)
+            NotifyOutcome::Unsettled(Unsettled::Failed(_))
         ));
         assert!(NotifyOutcome::Sent.acknowledge());
         assert!(NotifyOutcome::NothingToSend.acknowledge());
         assert!(!NotifyOutcome::Busy.acknowledge());
-        assert!(!NotifyOutcome::Failed(NotifyError::ProviderUnreachable).acknowledge());
+        assert!(
+            !NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable))
+                .acknowledge()
+        );
     }
 }

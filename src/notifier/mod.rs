@@ -39,6 +39,7 @@ use self::url::{WebhookSource, WebhookUrl};
 use crate::core::batch::{BatchContext, Handler};
 use crate::core::config::{ConfigError, Runtime, parse_in, required};
 use crate::core::function::Function;
+use crate::core::outcome::Unsettled;
 use crate::core::time::{epoch_ms, unique_id};
 use crate::core::wire::ParseError;
 use crate::orders::domain::Status;
@@ -175,7 +176,7 @@ impl Handler for NotifierHandler {
         match self.store.claim(&n, &claim, lease_until, now).await {
             Ok(Claim::Granted) => {}
             Ok(Claim::Refused(stored)) => return classify_claim_refusal(stored.as_ref(), now),
-            Err(e) => return NotifyOutcome::Failed(NotifyError::Store(e)),
+            Err(e) => return NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e))),
         }
         let (finish, outcome) = match self.webhook.post(&n).await {
             Delivery::Accepted(code) => (Finish::Sent { http_status: code }, NotifyOutcome::Sent),
@@ -190,13 +191,13 @@ impl Handler for NotifierHandler {
                 if let Err(e) = self.store.release(&n, &claim).await {
                     tracing::warn!(error = %e, "could not release the claim; its lease will expire");
                 }
-                return NotifyOutcome::Failed(match failed {
+                return NotifyOutcome::Unsettled(Unsettled::Failed(match failed {
                     Delivery::Retry(status) if webhook::is_configuration_problem(status) => {
                         NotifyError::Misconfigured { status }
                     }
                     Delivery::Retry(status) => NotifyError::Provider { status },
                     _ => NotifyError::ProviderUnreachable,
-                });
+                }));
             }
         };
         match self.store.finish(&n, &claim, finish, epoch_ms()).await {
@@ -216,7 +217,7 @@ impl Handler for NotifierHandler {
                 if let Err(release) = self.store.release(&n, &claim).await {
                     tracing::warn!(error = %release, "could not release the claim; its lease will expire");
                 }
-                NotifyOutcome::Failed(NotifyError::Store(e))
+                NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e)))
             }
         }
     }

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use crate::core::error::StoreError;
-use crate::orders::event::{EventKind, OrderEvent, ParseError};
+use crate::orders::event::{EventKind, OrderEvent};
 
 /// An order's status as stored in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -139,7 +139,7 @@ pub enum ConflictKind {
     ChangedPayload,
 }
 
-use crate::core::batch::Skip;
+use crate::core::outcome::Unsettled;
 
 /// What happened to one record. Every record gets exactly one.
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
@@ -165,12 +165,16 @@ pub enum Outcome {
     },
     /// The producer sent contradictory events.
     Conflict(ConflictKind),
-    /// The body is not a valid event.
-    Invalid(ParseError),
-    /// DynamoDB did not confirm the write.
-    Failed(StoreError),
-    /// Not attempted in this invocation.
-    NotAttempted(Skip),
+    /// Invalid, Failed (DynamoDB did not confirm the write) or NotAttempted,
+    /// as for every consumer.
+    #[strum(transparent)]
+    Unsettled(Unsettled),
+}
+
+impl From<Unsettled> for Outcome {
+    fn from(u: Unsettled) -> Self {
+        Outcome::Unsettled(u)
+    }
 }
 
 impl Outcome {
@@ -192,9 +196,6 @@ impl Outcome {
         // The variant's name (strum), so labels cannot drift from variants.
         self.into()
     }
-
-    /// Every label (the variants' names), so that metrics can report zeros.
-    pub const LABELS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 }
 
 impl std::fmt::Display for Outcome {
@@ -223,14 +224,7 @@ impl std::fmt::Display for Outcome {
             Outcome::Conflict(ConflictKind::ChangedPayload) => {
                 f.write_str("Conflict: this seq was processed with different content")
             }
-            Outcome::Invalid(e) => write!(f, "Invalid: {e}"),
-            Outcome::Failed(e) => write!(f, "Failed: {e}"),
-            Outcome::NotAttempted(Skip::Deadline) => {
-                f.write_str("NotAttempted: invocation deadline too close")
-            }
-            Outcome::NotAttempted(Skip::FifoGroupBlocked) => {
-                f.write_str("NotAttempted: an earlier record of this FIFO group failed")
-            }
+            Outcome::Unsettled(u) => u.fmt(f),
         }
     }
 }
@@ -266,7 +260,9 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
             // `attribute_not_exists` failed, yet no item came back: the store
             // did not honour ALL_OLD (or the item vanished). Retrying is safe
             // and the next attempt will see the item.
-            Requires::Absent => Outcome::Failed(StoreError::RefusedWithoutItem),
+            Requires::Absent => {
+                Outcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem))
+            }
         };
     };
 
@@ -289,7 +285,7 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
         return if legal_now {
             // The condition should have held; the item changed between the
             // evaluation and what we were shown. Retry and look again.
-            Outcome::Failed(StoreError::InconsistentRefusal)
+            Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
         } else {
             rejected
         };
@@ -342,6 +338,8 @@ pub fn rejection_spends_seq(event: &OrderEvent, current: &OrderSnapshot) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::outcome::Skip;
+    use crate::core::wire::ParseError;
     use crate::orders::event::parse_body;
 
     fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {
@@ -430,7 +428,7 @@ mod tests {
         // that did not honour ALL_OLD.
         assert_eq!(
             classify_refusal(&event("OrderPlaced", 1, "e1"), None),
-            Outcome::Failed(StoreError::RefusedWithoutItem)
+            Outcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem))
         );
         // Once the order exists: its turn rejects it, a gap waits.
         let delivered = event("OrderDelivered", 4, "e4");
@@ -584,7 +582,7 @@ mod tests {
         // us; retry rather than guess.
         assert_eq!(
             classify_refusal(&event("OrderPaid", 2, "e2"), Some(&cur)),
-            Outcome::Failed(StoreError::InconsistentRefusal)
+            Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
         );
         // Rejections at a gap (terminal status) spend nothing.
         let cancelled = event("OrderCancelled", 2, "c");
@@ -612,8 +610,8 @@ mod tests {
             .acknowledge()
         );
         assert!(!Outcome::Conflict(ConflictKind::ChangedPayload).acknowledge());
-        assert!(!Outcome::Invalid(ParseError::MissingBody).acknowledge());
-        assert!(!Outcome::Failed(StoreError::Timeout).acknowledge());
-        assert!(!Outcome::NotAttempted(Skip::Deadline).acknowledge());
+        assert!(!Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)).acknowledge());
+        assert!(!Outcome::Unsettled(Unsettled::Failed(StoreError::Timeout)).acknowledge());
+        assert!(!Outcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)).acknowledge());
     }
 }

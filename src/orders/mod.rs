@@ -19,10 +19,11 @@ pub mod store;
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Level, Span, field};
 
-use crate::core::batch::{BatchContext, Handler, Skip, Verdict};
+use crate::core::batch::{BatchContext, Handler};
 use crate::core::config::{ConfigError, Runtime, parse_in, required};
 use crate::core::error::StoreError;
 use crate::core::function::Function;
+use crate::core::outcome::{Unsettled, Verdict};
 use cache::{Committed, DedupeCache};
 use domain::{OrderSnapshot, Outcome, classify_refusal, rejection_spends_seq};
 use event::{OrderEvent, ParseError, parse_body};
@@ -70,7 +71,7 @@ impl OrderHandler {
                 }
                 Ok(Some(current))
             }
-            Err(e) => Err(Outcome::Failed(e)),
+            Err(e) => Err(Outcome::Unsettled(Unsettled::Failed(e))),
         }
     }
 }
@@ -137,7 +138,7 @@ impl Handler for OrderHandler {
             Ok(Some(current)) => match classify_refusal(ev, current.as_ref()) {
                 again @ Outcome::Rejected { .. } => {
                     tracing::warn!(detail = %again, "rejection could not be recorded; retrying later");
-                    Outcome::Failed(StoreError::InconsistentRefusal)
+                    Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
                 }
                 other => other,
             },
@@ -147,18 +148,14 @@ impl Handler for OrderHandler {
 }
 
 impl Verdict for Outcome {
-    const LABELS: &'static [&'static str] = Outcome::LABELS;
+    type Failure = StoreError;
+    const VARIANTS: &'static [&'static str] = <Outcome as strum::VariantNames>::VARIANTS;
 
-    fn invalid(error: ParseError) -> Self {
-        Outcome::Invalid(error)
-    }
-
-    fn not_attempted(skip: Skip) -> Self {
-        Outcome::NotAttempted(skip)
-    }
-
-    fn failed(error: StoreError) -> Self {
-        Outcome::Failed(error)
+    fn unsettled(&self) -> Option<&Unsettled> {
+        match self {
+            Outcome::Unsettled(u) => Some(u),
+            _ => None,
+        }
     }
 
     fn acknowledge(&self) -> bool {
@@ -169,23 +166,15 @@ impl Verdict for Outcome {
         Outcome::label(self)
     }
 
-    fn is_dependency_failure(&self) -> bool {
-        matches!(self, Outcome::Failed(_))
-    }
-
-    fn is_not_attempted(&self) -> bool {
-        matches!(self, Outcome::NotAttempted(_))
-    }
-
     fn level(&self) -> Level {
         match self {
             Outcome::Applied
             | Outcome::Duplicate
             | Outcome::Stale { .. }
             | Outcome::Early { .. } => Level::INFO,
-            Outcome::Rejected { .. } | Outcome::NotAttempted(_) => Level::WARN,
-            Outcome::Failed(e) if e.is_retryable() => Level::WARN,
-            Outcome::Failed(_) | Outcome::Conflict(_) | Outcome::Invalid(_) => Level::ERROR,
+            Outcome::Rejected { .. } => Level::WARN,
+            Outcome::Conflict(_) => Level::ERROR,
+            Outcome::Unsettled(u) => u.level(),
         }
     }
 }
@@ -374,8 +363,9 @@ mod tests {
 mod batch_tests {
     use super::*;
     use crate::core::batch::{
-        BatchError, BatchReport, RecordReport, Skip, Starved, deadline_from_epoch_ms,
+        BatchError, BatchReport, RecordReport, Starved, deadline_from_epoch_ms,
     };
+    use crate::core::outcome::Skip;
     use crate::core::records::BatchEvent;
     use crate::orders::domain::{ConflictKind, Status};
     use crate::orders::event::EventKind;
@@ -422,7 +412,10 @@ mod batch_tests {
                     },
                 ),
                 rep(Some("d"), Outcome::Conflict(ConflictKind::ChangedPayload)),
-                rep(Some("e"), Outcome::Failed(StoreError::Timeout)),
+                rep(
+                    Some("e"),
+                    Outcome::Unsettled(Unsettled::Failed(StoreError::Timeout)),
+                ),
             ],
             ..Default::default()
         };
@@ -434,7 +427,10 @@ mod batch_tests {
         let report = BatchReport {
             records: vec![
                 rep(Some("a"), Outcome::Applied),
-                rep(None, Outcome::Invalid(ParseError::MissingBody)),
+                rep(
+                    None,
+                    Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
+                ),
             ],
             ..Default::default()
         };
@@ -454,8 +450,14 @@ mod batch_tests {
     fn all_infrastructure_failures_fail_the_invocation() {
         let report = BatchReport {
             records: vec![
-                rep(Some("a"), Outcome::Failed(StoreError::Network)),
-                rep(Some("b"), Outcome::NotAttempted(Skip::FifoGroupBlocked)),
+                rep(
+                    Some("a"),
+                    Outcome::Unsettled(Unsettled::Failed(StoreError::Network)),
+                ),
+                rep(
+                    Some("b"),
+                    Outcome::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked)),
+                ),
             ],
             ..Default::default()
         };
@@ -463,8 +465,14 @@ mod batch_tests {
         // One record that was not an infrastructure failure: partial response.
         let report = BatchReport {
             records: vec![
-                rep(Some("a"), Outcome::Failed(StoreError::Network)),
-                rep(Some("b"), Outcome::Invalid(ParseError::MissingBody)),
+                rep(
+                    Some("a"),
+                    Outcome::Unsettled(Unsettled::Failed(StoreError::Network)),
+                ),
+                rep(
+                    Some("b"),
+                    Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
+                ),
             ],
             ..Default::default()
         };
@@ -497,7 +505,10 @@ mod batch_tests {
     #[test]
     fn an_invocation_without_time_for_any_record_fails() {
         let report = BatchReport {
-            records: vec![rep(Some("a"), Outcome::NotAttempted(Skip::Deadline))],
+            records: vec![rep(
+                Some("a"),
+                Outcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)),
+            )],
             starved: Some(Starved {
                 budget_ms: 900,
                 margin_ms: 2000,

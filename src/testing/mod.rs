@@ -20,7 +20,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::core::batch::{BatchReport, Verdict};
+use crate::core::batch::BatchReport;
+use crate::core::outcome::Verdict;
 use crate::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
 use crate::ledger::{LedgerConfig, LedgerFunction};
 use crate::orders::OrderConfig;

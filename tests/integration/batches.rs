@@ -2,7 +2,7 @@
 
 use futures_util::future::join_all;
 use order_consumer::core::batch::BatchError;
-use order_consumer::core::batch::Skip;
+use order_consumer::core::outcome::{Skip, Unsettled};
 use order_consumer::orders::domain::Outcome;
 use serde_json::json;
 
@@ -70,7 +70,7 @@ async fn a_fifo_group_stops_at_its_first_failure_and_other_groups_go_on() {
     );
     assert_eq!(
         report.records[4].outcome,
-        Outcome::NotAttempted(Skip::FifoGroupBlocked)
+        Outcome::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked))
     );
     assert_eq!(failed, ["a3", "a2"]);
     assert_eq!(db.history("ord-a").await, ["a1"]);

@@ -3,6 +3,7 @@
 //! duplicate the warm container has seen costs none, and the cache never
 //! settles anything DynamoDB has not confirmed.
 
+use order_consumer::core::outcome::Unsettled;
 use order_consumer::orders::domain::Outcome;
 use serde_json::Value;
 
@@ -123,7 +124,10 @@ async fn what_dynamodb_refused_to_apply_is_never_cached_as_done() {
     let offline = unreachable_consumer();
     let placed = batch_of(&[body("ord-1", 1, "OrderPlaced", "e1")]);
     let (report, _) = offline.handle_batch(&placed, far_deadline()).await;
-    assert!(matches!(report.records[0].outcome, Outcome::Failed(_)));
+    assert!(matches!(
+        report.records[0].outcome,
+        Outcome::Unsettled(Unsettled::Failed(_))
+    ));
     assert!(offline.cache().is_empty());
 }
 

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use order_consumer::core::batch::BatchError;
-use order_consumer::core::batch::Skip;
 use order_consumer::core::error::StoreError;
+use order_consumer::core::outcome::{Skip, Unsettled};
 use order_consumer::orders::domain::Outcome;
 use order_consumer::orders::store::OrderStore;
 use tokio::io::AsyncWriteExt;
@@ -135,7 +135,9 @@ async fn throttling_is_retried_then_reported() {
         for o in &outcomes {
             assert_eq!(
                 *o,
-                Outcome::Failed(StoreError::Throttled { code: kind.into() }),
+                Outcome::Unsettled(Unsettled::Failed(StoreError::Throttled {
+                    code: kind.into()
+                })),
                 "{kind}"
             );
         }
@@ -150,9 +152,10 @@ async fn server_errors_are_retried_then_reported() {
     let (outcomes, response, requests) =
         run_against(Fault::Error(500, "InternalServerError"), far_deadline()).await;
     assert!(
-        outcomes
-            .iter()
-            .all(|o| matches!(o, Outcome::Failed(StoreError::Server { .. }))),
+        outcomes.iter().all(|o| matches!(
+            o,
+            Outcome::Unsettled(Unsettled::Failed(StoreError::Server { .. }))
+        )),
         "{outcomes:?}"
     );
     assert!(response.is_err());
@@ -166,9 +169,9 @@ async fn access_denied_is_not_retried_and_is_reported() {
     for o in &outcomes {
         assert_eq!(
             *o,
-            Outcome::Failed(StoreError::AccessDenied {
+            Outcome::Unsettled(Unsettled::Failed(StoreError::AccessDenied {
                 code: "AccessDeniedException".into()
-            })
+            }))
         );
     }
     assert!(response.is_err());
@@ -184,9 +187,10 @@ async fn a_hung_dynamodb_cannot_outlive_the_deadline() {
         run_against(Fault::Hang, started + Duration::from_millis(1200)).await;
     let elapsed = started.elapsed();
     assert!(
-        outcomes
-            .iter()
-            .all(|o| matches!(o, Outcome::Failed(StoreError::DeadlineExceeded))),
+        outcomes.iter().all(|o| matches!(
+            o,
+            Outcome::Unsettled(Unsettled::Failed(StoreError::DeadlineExceeded))
+        )),
         "{outcomes:?}"
     );
     assert!(response.is_err(), "all failed: invocation error");
@@ -216,7 +220,7 @@ async fn records_not_started_before_the_deadline_are_reported() {
     assert!(
         report
             .outcomes()
-            .all(|o| *o == Outcome::NotAttempted(Skip::Deadline))
+            .all(|o| *o == Outcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)))
     );
     assert!(
         matches!(

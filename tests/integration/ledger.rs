@@ -2,8 +2,8 @@
 //! classification of a (cancelled) TransactWriteItems, with the balance and
 //! the entries checked after each step.
 
-use order_consumer::core::batch::Verdict;
 use order_consumer::core::error::StoreError;
+use order_consumer::core::outcome::{Unsettled, Verdict};
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -346,9 +346,9 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
     let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
     assert_eq!(
         report.records[0].outcome,
-        LedgerOutcome::Failed(StoreError::Server {
+        LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Server {
             code: "InternalServerError".into()
-        })
+        }))
     );
     // Its only record failed on DynamoDB: the whole batch goes back.
     assert!(response.is_err(), "acknowledged without a suspense entry");
@@ -410,9 +410,9 @@ async fn a_transaction_conflict_is_a_retryable_failure() {
         .await;
     assert_eq!(
         report.records[0].outcome,
-        LedgerOutcome::Failed(StoreError::Server {
+        LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Server {
             code: "TransactionConflict".into()
-        })
+        }))
     );
     assert!(report.records[0].outcome.level() == tracing::Level::WARN);
     assert_eq!(
@@ -434,7 +434,7 @@ async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocat
         .await;
     assert!(matches!(
         report.records[0].outcome,
-        LedgerOutcome::Failed(StoreError::Throttled { .. })
+        LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Throttled { .. }))
     ));
     assert!(response.is_err(), "every record failed on DynamoDB");
     assert_eq!(

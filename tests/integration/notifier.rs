@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::core::batch::{BatchError, Verdict};
+use order_consumer::core::batch::BatchError;
+use order_consumer::core::outcome::{Unsettled, Verdict};
 use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
 use order_consumer::notifier::url::{URL_VAR, WebhookUrl};
@@ -263,15 +264,15 @@ async fn provider_errors_and_timeouts_are_retried_then_delivered_once() {
     for (mode, want) in [
         (
             Mode::Fail(500),
-            NotifyOutcome::Failed(NotifyError::Provider { status: 500 }),
+            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Provider { status: 500 })),
         ),
         (
             Mode::Fail(429),
-            NotifyOutcome::Failed(NotifyError::Provider { status: 429 }),
+            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Provider { status: 429 })),
         ),
         (
             Mode::Hang,
-            NotifyOutcome::Failed(NotifyError::ProviderUnreachable),
+            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable)),
         ),
     ] {
         s.provider.set_mode(mode);
@@ -517,7 +518,9 @@ async fn a_redirect_is_not_followed_and_leaves_the_notification_retryable() {
         let outcome = outcome_of(&report);
         assert_eq!(
             outcome,
-            NotifyOutcome::Failed(NotifyError::Misconfigured { status: code }),
+            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Misconfigured {
+                status: code
+            })),
             "{code}"
         );
         assert!(!outcome.acknowledge(), "{code}");
@@ -576,7 +579,9 @@ async fn contract_refusals_are_retried_not_recorded_as_rejected() {
         let outcome = outcome_of(&report);
         assert_eq!(
             outcome,
-            NotifyOutcome::Failed(NotifyError::Misconfigured { status: code }),
+            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Misconfigured {
+                status: code
+            })),
             "{code}"
         );
         assert!(!outcome.acknowledge(), "{code}: not acknowledged");

@@ -1,6 +1,7 @@
 //! One test per outcome row, against a real DynamoDB-compatible server.
 
 use order_consumer::core::error::StoreError;
+use order_consumer::core::outcome::Unsettled;
 use order_consumer::orders::domain::{ConflictKind, Outcome, Status};
 use order_consumer::orders::event::{EventKind, ParseError};
 use serde_json::json;
@@ -380,18 +381,20 @@ async fn invalid_bodies_fail_alone_with_a_specific_reason() {
     assert_eq!(failed, ["not-json", "no-seq", "float"]);
     assert!(matches!(
         &report.records[1].outcome,
-        Outcome::Invalid(ParseError::NotJson(_))
+        Outcome::Unsettled(Unsettled::Invalid(ParseError::NotJson(_)))
     ));
     assert_eq!(
         report.records[2].outcome,
-        Outcome::Invalid(ParseError::MissingField { path: "seq".into() })
+        Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingField {
+            path: "seq".into()
+        }))
     );
     assert_eq!(
         report.records[3].outcome,
-        Outcome::Invalid(ParseError::WrongType {
+        Outcome::Unsettled(Unsettled::Invalid(ParseError::WrongType {
             path: "data.amount".into(),
             expected: "a non-negative integer"
-        })
+        }))
     );
     assert_eq!(db.count_items().await, 1);
 }
@@ -409,7 +412,7 @@ async fn missing_table_fails_the_invocation() {
     assert_eq!(labels(&report), ["Failed", "Failed"]);
     assert_eq!(
         report.records[0].outcome,
-        Outcome::Failed(StoreError::TableNotFound)
+        Outcome::Unsettled(Unsettled::Failed(StoreError::TableNotFound))
     );
     assert_eq!(
         response.unwrap_err(),
@@ -424,7 +427,7 @@ async fn unreachable_dynamodb_is_a_network_failure() {
     let (report, response) = c.handle_batch(&event, far_deadline()).await;
     assert_eq!(
         report.records[0].outcome,
-        Outcome::Failed(StoreError::Network)
+        Outcome::Unsettled(Unsettled::Failed(StoreError::Network))
     );
     assert!(
         response.is_err(),

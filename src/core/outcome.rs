@@ -1,0 +1,239 @@
+//! The outcome plumbing every consumer shares.
+//!
+//! A consumer's outcome enum has its own verdicts (the order consumer's
+//! Applied, Stale, Early…; the notifier's Sent, Busy…) and one variant,
+//! `Unsettled`, holding an [`Unsettled`]: the outcomes that are the same for
+//! every consumer because they are decided before or outside its rules — the
+//! record is not a valid event, a dependency failed, or the record was not
+//! attempted. Their labels, log levels and wording live here, once; a
+//! consumer's enum marks that variant `#[strum(transparent)]` so its label is
+//! the inner one ("Invalid", "Failed", "NotAttempted") and [`labels`] lists
+//! them with the consumer's own.
+//!
+//! None of these is ever acknowledged: the message goes back to its queue
+//! (or the stream batch is retried), which is what keeps "nothing is lost"
+//! true for every consumer alike.
+
+use std::fmt;
+
+use tracing::Level;
+
+use crate::core::error::StoreError;
+use crate::core::wire::ParseError;
+
+/// Why a record was not attempted at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Too little time was left before the invocation deadline.
+    Deadline,
+    /// An earlier record of the same group (FIFO message group, stream
+    /// partition key) failed in this batch, so applying this one would break
+    /// the group's order.
+    FifoGroupBlocked,
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Skip::Deadline => "invocation deadline too close",
+            Skip::FifoGroupBlocked => "an earlier record of its group failed in this batch",
+        })
+    }
+}
+
+/// A dependency failure as a consumer reports it: DynamoDB's [`StoreError`],
+/// or a consumer's own type that can hold one (the notifier adds its
+/// provider's failures).
+pub trait Failure:
+    fmt::Display + fmt::Debug + Clone + Send + Sync + 'static + From<StoreError>
+{
+    /// Would the same request plausibly succeed later without anyone
+    /// changing code or configuration? A failure that would not is logged at
+    /// ERROR: someone has to act. Either way the record is retried.
+    fn is_retryable(&self) -> bool;
+}
+
+impl Failure for StoreError {
+    fn is_retryable(&self) -> bool {
+        StoreError::is_retryable(self)
+    }
+}
+
+/// The outcomes shared by every consumer. Never acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+pub enum Unsettled<F = StoreError> {
+    /// The body is not a valid event: it cannot succeed as sent, and goes to
+    /// the DLQ after its receives, where an operator can read why.
+    Invalid(ParseError),
+    /// A dependency did not confirm the effect.
+    Failed(F),
+    /// Not attempted in this invocation.
+    NotAttempted(Skip),
+}
+
+impl<F: Failure> Unsettled<F> {
+    /// How loudly the record's line is logged: ERROR when someone has to act
+    /// (a bad event, a failure that will not heal), WARN when it heals by
+    /// itself.
+    pub fn level(&self) -> Level {
+        match self {
+            Unsettled::Invalid(_) => Level::ERROR,
+            Unsettled::Failed(e) if !e.is_retryable() => Level::ERROR,
+            Unsettled::Failed(_) | Unsettled::NotAttempted(_) => Level::WARN,
+        }
+    }
+}
+
+impl<F: fmt::Display> fmt::Display for Unsettled<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unsettled::Invalid(e) => write!(f, "Invalid: {e}"),
+            Unsettled::Failed(e) => write!(f, "Failed: {e}"),
+            Unsettled::NotAttempted(skip) => write!(f, "NotAttempted: {skip}"),
+        }
+    }
+}
+
+/// The name a consumer's enum gives the variant that holds [`Unsettled`].
+pub const UNSETTLED_VARIANT: &str = "Unsettled";
+
+/// What the batch needs to know about a consumer's per-record outcome.
+///
+/// A consumer implements the four required items; the shared outcomes come
+/// from [`Unsettled`] through `From` and [`Verdict::unsettled`].
+pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::Failure>> {
+    /// What `Unsettled::Failed` carries for this consumer.
+    type Failure: Failure;
+    /// The enum's variant names (strum's `VariantNames`), `Unsettled`
+    /// included; [`labels`] replaces it with the shared labels.
+    const VARIANTS: &'static [&'static str];
+    /// The shared outcome, if this is one.
+    fn unsettled(&self) -> Option<&Unsettled<Self::Failure>>;
+    /// May the message be deleted from its queue (or the stream move on)?
+    /// Only when its effect is committed, or known never to need committing.
+    fn acknowledge(&self) -> bool;
+    /// A stable name, used in logs and as the metric name (strum's
+    /// `IntoStaticStr` with the `Unsettled` variant transparent).
+    fn label(&self) -> &'static str;
+    /// How loudly the record's line is logged; for `Unsettled`, delegate to
+    /// [`Unsettled::level`].
+    fn level(&self) -> Level;
+
+    fn invalid(error: ParseError) -> Self {
+        Unsettled::Invalid(error).into()
+    }
+    fn not_attempted(skip: Skip) -> Self {
+        Unsettled::NotAttempted(skip).into()
+    }
+    fn failed(error: StoreError) -> Self {
+        Unsettled::Failed(error.into()).into()
+    }
+    /// A dependency the record needs failed (DynamoDB, or the notifier's
+    /// provider), as opposed to a verdict about the event. A batch in which
+    /// every record failed this way (or was not attempted) fails the
+    /// invocation, so the outage shows in Lambda's Errors metric.
+    fn is_dependency_failure(&self) -> bool {
+        matches!(self.unsettled(), Some(Unsettled::Failed(_)))
+    }
+    fn is_not_attempted(&self) -> bool {
+        matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
+    }
+}
+
+/// Every label of `O`: its own verdicts' names and the shared ones, so that
+/// metrics report zeros for outcomes that did not occur.
+pub fn labels<O: Verdict>() -> impl Iterator<Item = &'static str> {
+    O::VARIANTS
+        .iter()
+        .copied()
+        .filter(|name| *name != UNSETTLED_VARIANT)
+        .chain(<Unsettled as strum::VariantNames>::VARIANTS.iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq, strum::IntoStaticStr, strum::VariantNames)]
+    enum Toy {
+        Done,
+        #[strum(transparent)]
+        Unsettled(Unsettled),
+    }
+
+    impl From<Unsettled> for Toy {
+        fn from(u: Unsettled) -> Self {
+            Toy::Unsettled(u)
+        }
+    }
+
+    impl fmt::Display for Toy {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Toy::Done => f.write_str("Done"),
+                Toy::Unsettled(u) => u.fmt(f),
+            }
+        }
+    }
+
+    impl Verdict for Toy {
+        type Failure = StoreError;
+        const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+        fn unsettled(&self) -> Option<&Unsettled> {
+            match self {
+                Toy::Unsettled(u) => Some(u),
+                Toy::Done => None,
+            }
+        }
+        fn acknowledge(&self) -> bool {
+            matches!(self, Toy::Done)
+        }
+        fn label(&self) -> &'static str {
+            self.into()
+        }
+        fn level(&self) -> Level {
+            match self {
+                Toy::Done => Level::INFO,
+                Toy::Unsettled(u) => u.level(),
+            }
+        }
+    }
+
+    #[test]
+    fn shared_labels_replace_the_wrapper_variant() {
+        assert_eq!(
+            labels::<Toy>().collect::<Vec<_>>(),
+            ["Done", "Invalid", "Failed", "NotAttempted"]
+        );
+        assert_eq!(Toy::failed(StoreError::Timeout).label(), "Failed");
+        assert_eq!(Toy::invalid(ParseError::MissingBody).label(), "Invalid");
+        assert_eq!(Toy::not_attempted(Skip::Deadline).label(), "NotAttempted");
+    }
+
+    #[test]
+    fn shared_outcomes_are_classified_and_logged_once() {
+        let timeout = Toy::failed(StoreError::Timeout);
+        let denied = Toy::failed(StoreError::AccessDenied {
+            code: "AccessDeniedException".into(),
+        });
+        assert!(timeout.is_dependency_failure() && !timeout.is_not_attempted());
+        assert!(Toy::not_attempted(Skip::Deadline).is_not_attempted());
+        assert!(!Toy::invalid(ParseError::MissingBody).is_dependency_failure());
+        assert_eq!(timeout.level(), Level::WARN);
+        assert_eq!(denied.level(), Level::ERROR);
+        assert_eq!(Toy::invalid(ParseError::MissingBody).level(), Level::ERROR);
+        assert_eq!(
+            Toy::not_attempted(Skip::FifoGroupBlocked).level(),
+            Level::WARN
+        );
+        assert_eq!(
+            Toy::not_attempted(Skip::Deadline).to_string(),
+            "NotAttempted: invocation deadline too close"
+        );
+        for o in [timeout, denied, Toy::invalid(ParseError::MissingBody)] {
+            assert!(!o.acknowledge());
+        }
+        assert!(Toy::Done.acknowledge() && Toy::Done.unsettled().is_none());
+        assert_eq!(Toy::Done.level(), Level::INFO);
+    }
+}
