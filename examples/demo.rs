@@ -31,7 +31,7 @@ use order_consumer::notifier::{NotifierConfig, NotifierFunction};
 use order_consumer::orders::OrderConfig;
 use order_consumer::orders::OrderFunction;
 use order_consumer::orders::event as order_event;
-use order_consumer::orders::store::{self, OrderStore};
+use order_consumer::orders::store::OrderStore;
 use serde::Deserialize;
 
 use order_consumer::testing::{provider, stream_records};
@@ -76,7 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .build(),
     );
     // With its stream, as in template.yaml: the order notifier reads it below.
-    store::create_table_with_stream(&client, TABLE).await?;
+    order_consumer::testing::create_streamed_orders_table(&client, TABLE).await?;
     println!("created table `{TABLE}`\n");
 
     let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
@@ -96,8 +96,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print_table(&client).await?;
 
     println!("\n==== the payment ledger: one TransactWriteItems per event ====\n");
-    order_consumer::core::dynamo::create_table_with_key(&client, LEDGER, ENTRY_KEY).await?;
-    order_consumer::core::dynamo::create_table_with_key(&client, ACCOUNTS, ACCOUNT_KEY).await?;
+    order_consumer::testing::create_table(&client, LEDGER, ENTRY_KEY).await?;
+    order_consumer::testing::create_table(&client, ACCOUNTS, ACCOUNT_KEY).await?;
     println!("created tables `{LEDGER}` and `{ACCOUNTS}`\n");
     let ledger_config = LedgerConfig::from_lookup(|k| match k {
         "LEDGER_TABLE" => Some(LEDGER.to_owned()),
@@ -319,7 +319,7 @@ async fn notify(
     client: &aws_sdk_dynamodb::Client,
     db: &dynoxide::Database,
 ) -> Result<usize, Box<dyn std::error::Error>> {
-    order_consumer::core::dynamo::create_table_with_key(
+    order_consumer::testing::create_table(
         client,
         NOTIFICATIONS,
         order_consumer::notifier::store::KEY,

@@ -7,7 +7,6 @@
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::orders::store;
 
 fn client(endpoint: &str) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::from_conf(
@@ -30,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
             let db = dynoxide::Database::memory()?;
             let server = tokio::spawn(dynoxide::server::serve_on(listener, db));
-            store::create_table(&client(&endpoint), &table).await?;
+            order_consumer::testing::create_orders_table(&client(&endpoint), &table).await?;
             eprintln!("local DynamoDB on {endpoint} with table `{table}`; Ctrl-C stops it");
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

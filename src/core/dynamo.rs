@@ -1,23 +1,20 @@
 //! DynamoDB plumbing every consumer's adapter shares: the client's retry
 //! and timeout policy, sending a conditional write and reading its refusal,
 //! mapping SDK errors to [`StoreError`] by variant and code (never by
-//! message), table creation for tests and tooling, and the timestamp format.
+//! message), and reading the items DynamoDB returns (ALL_OLD, cancellation
+//! reasons) into typed snapshots.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
-    ScalarAttributeType, StreamSpecification, StreamViewType,
-};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::de::DeserializeOwned;
 
 use crate::core::error::StoreError;
 
@@ -30,6 +27,41 @@ pub fn s(v: &str) -> AttributeValue {
 /// integer width fits).
 pub fn n(v: impl std::fmt::Display) -> AttributeValue {
     AttributeValue::N(v.to_string())
+}
+
+/// An item as DynamoDB returns it.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// Read an item DynamoDB returned into a typed snapshot (serde_dynamo).
+/// The error names the type, never a value: a stored item is business data.
+pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|_| {
+        let name = std::any::type_name::<T>();
+        StoreError::CorruptItem(format!(
+            "it does not read as a {}",
+            name.rsplit("::").next().unwrap_or(name)
+        ))
+    })
+}
+
+/// One string attribute of an item.
+pub fn string(item: &Item, key: &str) -> Result<String, StoreError> {
+    match item.get(key) {
+        Some(AttributeValue::S(v)) => Ok(v.clone()),
+        _ => Err(StoreError::CorruptItem(format!("`{key}` is not a string"))),
+    }
+}
+
+/// One number attribute of an item, read exactly into any integer type.
+/// For widths serde_dynamo cannot read (it has no i128, which the ledger's
+/// signed amounts of up to 2^64 - 1 need); otherwise prefer [`from_item`].
+pub fn number<T: std::str::FromStr>(item: &Item, key: &str) -> Result<T, StoreError> {
+    match item.get(key) {
+        Some(AttributeValue::N(v)) => v
+            .parse()
+            .map_err(|_| StoreError::CorruptItem(format!("`{key}` is not an integer"))),
+        _ => Err(StoreError::CorruptItem(format!("`{key}` is not a number"))),
+    }
 }
 
 /// Retry policy for every DynamoDB call, chosen so that the worst case fits
@@ -154,76 +186,43 @@ pub fn transport_error<E, R>(err: &SdkError<E, R>) -> StoreError {
     }
 }
 
-/// Create a table with a string hash key, on demand. For tests, the local
-/// demo and tooling; in AWS the tables come from template.yaml.
-pub async fn create_table_with_key(
-    client: &Client,
-    table: &str,
-    key: &str,
-) -> Result<(), StoreError> {
-    create(client, table, key, false).await
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Create a table with a string hash key and a stream of old and new
-/// images, as template.yaml creates the orders table (the notifier's
-/// outbox).
-pub async fn create_streamed_table_with_key(
-    client: &Client,
-    table: &str,
-    key: &str,
-) -> Result<(), StoreError> {
-    create(client, table, key, true).await
-}
-
-async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result<(), StoreError> {
-    let stream = stream
-        .then(|| {
-            StreamSpecification::builder()
-                .stream_enabled(true)
-                .stream_view_type(StreamViewType::NewAndOldImages)
-                .build()
-        })
-        .transpose()
-        .map_err(|e| StoreError::Client {
-            code: e.to_string(),
-        })?;
-    client
-        .create_table()
-        .set_stream_specification(stream)
-        .table_name(table)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(key)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| StoreError::Client {
-                    code: e.to_string(),
-                })?,
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name(key)
-                .key_type(KeyType::Hash)
-                .build()
-                .map_err(|e| StoreError::Client {
-                    code: e.to_string(),
-                })?,
-        )
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %DisplayErrorContext(&e), "CreateTable failed");
-            StoreError::Client {
-                code: e.code().unwrap_or("CreateTableFailed").to_owned(),
-            }
-        })?;
-    // Real DynamoDB needs a moment; local servers answer ACTIVE at once.
-    client
-        .wait_until_table_exists()
-        .table_name(table)
-        .wait(Duration::from_secs(120))
-        .await
-        .map_err(|_| StoreError::Timeout)?;
-    Ok(())
+    #[test]
+    fn numbers_read_exactly_at_any_width_and_errors_name_the_attribute_only() {
+        let item = Item::from([
+            ("big".to_owned(), n(-18_446_744_073_709_551_615i128)),
+            ("text".to_owned(), s("secret-1")),
+            ("odd".to_owned(), AttributeValue::N("12.5".into())),
+        ]);
+        assert_eq!(
+            number::<i128>(&item, "big"),
+            Ok(-18_446_744_073_709_551_615)
+        );
+        assert_eq!(string(&item, "text").as_deref(), Ok("secret-1"));
+        for err in [
+            number::<i128>(&item, "odd"),
+            number::<i128>(&item, "text"),
+            number::<i128>(&item, "missing"),
+        ] {
+            let Err(StoreError::CorruptItem(why)) = err else {
+                panic!("{err:?}")
+            };
+            assert!(!why.contains("12.5") && !why.contains("secret"), "{why}");
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Snapshot {
+            big: u64,
+        }
+        let Err(StoreError::CorruptItem(why)) = from_item::<Snapshot>(item) else {
+            panic!("a negative number is not a u64")
+        };
+        assert!(
+            !why.contains("18446744073709551615") && why.contains("Snapshot"),
+            "{why}"
+        );
+    }
 }

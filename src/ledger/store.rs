@@ -25,7 +25,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
-use crate::core::dynamo::{n, s, store_error};
+use crate::core::dynamo::{Item, n, number, s, store_error, string};
 use crate::core::error::StoreError;
 use crate::core::time::{epoch_ms, unique_id};
 use crate::ledger::domain::{
@@ -288,8 +288,6 @@ fn cancellation(
     })
 }
 
-type Item = HashMap<String, AttributeValue>;
-
 fn reason<T>(
     r: &CancellationReason,
     snapshot: fn(&Item) -> Result<T, StoreError>,
@@ -311,10 +309,10 @@ fn reason<T>(
 
 fn entry_snapshot(item: &Item) -> Result<EntrySnapshot, StoreError> {
     Ok(EntrySnapshot {
-        account_id: text(item, "account_id")?,
+        account_id: string(item, "account_id")?,
         amount: number(item, "amount")?,
-        currency: text(item, "currency")?,
-        payment_id: text(item, "payment_id")?,
+        currency: string(item, "currency")?,
+        payment_id: string(item, "payment_id")?,
         refundable: item
             .contains_key("refundable")
             .then(|| number(item, "refundable"))
@@ -324,35 +322,19 @@ fn entry_snapshot(item: &Item) -> Result<EntrySnapshot, StoreError> {
 
 fn suspense_snapshot(item: &Item) -> Result<SuspenseSnapshot, StoreError> {
     Ok(SuspenseSnapshot {
-        account_id: text(item, "account_id")?,
+        account_id: string(item, "account_id")?,
         amount: number(item, "amount")?,
-        currency: text(item, "currency")?,
-        payment_id: text(item, "payment_id")?,
+        currency: string(item, "currency")?,
+        payment_id: string(item, "payment_id")?,
         // Only used to recognise this Put's own retry: an entry an operator
         // rewrote without it is simply not ours.
-        attempt: text(item, "parked_attempt").unwrap_or_default(),
+        attempt: string(item, "parked_attempt").unwrap_or_default(),
     })
 }
 
 fn account_snapshot(item: &Item) -> Result<AccountSnapshot, StoreError> {
     Ok(AccountSnapshot {
-        currency: text(item, "currency")?,
+        currency: string(item, "currency")?,
         balance: number(item, "balance")?,
     })
-}
-
-fn text(item: &Item, key: &str) -> Result<String, StoreError> {
-    match item.get(key) {
-        Some(AttributeValue::S(v)) => Ok(v.clone()),
-        _ => Err(StoreError::CorruptItem(format!("`{key}` is not a string"))),
-    }
-}
-
-fn number(item: &Item, key: &str) -> Result<i128, StoreError> {
-    match item.get(key) {
-        Some(AttributeValue::N(v)) => v
-            .parse()
-            .map_err(|_| StoreError::CorruptItem(format!("`{key}` is not an integer"))),
-        _ => Err(StoreError::CorruptItem(format!("`{key}` is not a number"))),
-    }
 }

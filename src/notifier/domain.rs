@@ -106,11 +106,14 @@ pub fn notification_for(change: &Change) -> Option<Notification> {
     })
 }
 
-/// A notification record as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A notification record as stored: its `status` attribute names the
+/// variant (the other attributes are ignored here).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(tag = "status", rename_all = "UPPERCASE")]
 pub enum Stored {
     /// Claimed by an invocation until `lease_until_ms` (epoch ms).
     Sending {
+        #[serde(rename = "lease_until")]
         lease_until_ms: u64,
     },
     Sent,

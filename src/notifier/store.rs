@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::core::dynamo::{Conditional, n as num, s, send_conditional};
+use crate::core::dynamo::{Conditional, from_item, n as num, s, send_conditional};
 use crate::core::error::StoreError;
 use crate::notifier::domain::{Notification, Stored};
 
@@ -162,21 +162,60 @@ impl NotificationStore {
     }
 }
 
+/// The record's status and, while SENDING, its lease (serde_dynamo reads
+/// the `status` tag; see [`Stored`]).
 fn stored(item: &HashMap<String, AttributeValue>) -> Result<Stored, StoreError> {
-    match item.get("status") {
-        Some(AttributeValue::S(st)) if st == SENT => Ok(Stored::Sent),
-        Some(AttributeValue::S(st)) if st == REJECTED => Ok(Stored::Rejected),
-        Some(AttributeValue::S(st)) if st == SENDING => match item.get("lease_until") {
-            Some(AttributeValue::N(n)) => n
-                .parse()
-                .map(|lease_until_ms| Stored::Sending { lease_until_ms })
-                .map_err(|_| StoreError::CorruptItem("`lease_until` is not an integer".into())),
-            _ => Err(StoreError::CorruptItem(
-                "SENDING without `lease_until`".into(),
-            )),
-        },
-        _ => Err(StoreError::CorruptItem(
-            "unknown notification `status`".into(),
-        )),
+    from_item(item.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(attrs: &[(&str, AttributeValue)]) -> HashMap<String, AttributeValue> {
+        let mut item = HashMap::from([
+            (KEY.to_owned(), s("ord-1#SHIPPED")),
+            ("claim_id".to_owned(), s("c-1")),
+        ]);
+        item.extend(attrs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        item
+    }
+
+    #[test]
+    fn a_stored_record_is_read_by_its_status() {
+        let cases = [
+            (item(&[("status", s(SENT))]), Stored::Sent),
+            (
+                item(&[("status", s(REJECTED)), ("http_status", num(422))]),
+                Stored::Rejected,
+            ),
+            (
+                item(&[
+                    ("status", s(SENDING)),
+                    ("lease_until", num(1_700_000_000_123u64)),
+                ]),
+                Stored::Sending {
+                    lease_until_ms: 1_700_000_000_123,
+                },
+            ),
+        ];
+        for (item, want) in cases {
+            assert_eq!(stored(&item), Ok(want));
+        }
+    }
+
+    #[test]
+    fn a_malformed_record_is_corrupt_and_its_values_are_not_echoed() {
+        for bad in [
+            item(&[("status", s(SENDING))]),
+            item(&[("status", s(SENDING)), ("lease_until", s("soon-secret"))]),
+            item(&[("status", s("DELIVERED-secret"))]),
+            item(&[]),
+        ] {
+            match stored(&bad) {
+                Err(StoreError::CorruptItem(why)) => assert!(!why.contains("secret"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

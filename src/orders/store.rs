@@ -16,9 +16,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::core::dynamo::{
-    Conditional, create_streamed_table_with_key, create_table_with_key, n, s, send_conditional,
-};
+use crate::core::dynamo::{Conditional, from_item, n, s, send_conditional};
 use crate::core::error::StoreError;
 use crate::core::time::rfc3339;
 use crate::orders::domain::{OrderSnapshot, Requires, processed_entry};
@@ -113,10 +111,7 @@ impl OrderStore {
         match send_conditional(request).await? {
             Conditional::Committed => Ok(Write::Applied),
             Conditional::Refused(item) => item
-                .map(|item| {
-                    serde_dynamo::from_item::<_, OrderSnapshot>(item)
-                        .map_err(|e| StoreError::CorruptItem(e.to_string()))
-                })
+                .map(from_item::<OrderSnapshot>)
                 .transpose()
                 .map(Write::Refused),
         }
@@ -253,16 +248,4 @@ impl OrderStore {
             .set_expression_attribute_values(Some(values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
-}
-
-/// Create the orders table (hash key `order_id`, on-demand). For tests,
-/// the local demo and tooling; in AWS the tables come from template.yaml.
-pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-    create_table_with_key(client, table, KEY).await
-}
-
-/// Create the orders table with its stream (old and new images), as
-/// template.yaml does: the order notifier's outbox.
-pub async fn create_table_with_stream(client: &Client, table: &str) -> Result<(), StoreError> {
-    create_streamed_table_with_key(client, table, KEY).await
 }

@@ -15,6 +15,11 @@
 
 pub mod provider;
 pub mod stream_records;
+pub mod tables;
+
+pub use tables::{
+    create_orders_table, create_streamed_orders_table, create_streamed_table, create_table,
+};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +32,7 @@ use crate::ledger::{LedgerConfig, LedgerFunction};
 use crate::orders::OrderConfig;
 use crate::orders::OrderFunction;
 use crate::orders::domain::Outcome;
-use crate::orders::store::{self, OrderStore};
+use crate::orders::store::OrderStore;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::{
@@ -150,7 +155,7 @@ impl TestDb {
             }
         };
         let table = unique_table();
-        store::create_table(&client, &table)
+        create_orders_table(&client, &table)
             .await
             .expect("create table");
         TestDb {
@@ -167,7 +172,7 @@ impl TestDb {
     #[allow(dead_code)]
     pub async fn extra_table(&self, suffix: &str, key: &str) -> String {
         let name = format!("{}-{suffix}", self.table);
-        crate::core::dynamo::create_table_with_key(&self.client, &name, key)
+        create_table(&self.client, &name, key)
             .await
             .expect("create table");
         if let Ok(mut tables) = self.extra_tables.lock() {
@@ -486,10 +491,10 @@ impl LedgerDb {
         let db = TestDb::new().await;
         let ledger_table = format!("{}-ledger", db.table);
         let accounts_table = format!("{}-accounts", db.table);
-        crate::core::dynamo::create_table_with_key(&db.client, &ledger_table, ENTRY_KEY)
+        create_table(&db.client, &ledger_table, ENTRY_KEY)
             .await
             .expect("create ledger table");
-        crate::core::dynamo::create_table_with_key(&db.client, &accounts_table, ACCOUNT_KEY)
+        create_table(&db.client, &accounts_table, ACCOUNT_KEY)
             .await
             .expect("create accounts table");
         LedgerDb {

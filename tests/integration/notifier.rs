@@ -421,7 +421,7 @@ async fn notifications_from_the_real_stream_are_sent_once() {
     );
 
     let table = "notifications".to_owned();
-    order_consumer::core::dynamo::create_table_with_key(&sdb.client, &table, KEY)
+    order_consumer::testing::create_table(&sdb.client, &table, KEY)
         .await
         .expect("notifications table");
     let provider = Provider::start().await;

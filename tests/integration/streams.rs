@@ -5,7 +5,7 @@
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::Client;
-use order_consumer::orders::store::{self, OrderStore};
+use order_consumer::orders::store::OrderStore;
 use serde_json::{Value, json};
 
 use order_consumer::testing::client_for;
@@ -28,7 +28,7 @@ impl StreamDb {
         tokio::spawn(dynoxide::server::serve_on(listener, db.clone()));
         let client = client_for(&url);
         let table = "orders".to_owned();
-        store::create_table_with_stream(&client, &table)
+        order_consumer::testing::create_streamed_orders_table(&client, &table)
             .await
             .expect("orders table with a stream");
         StreamDb { db, client, table }

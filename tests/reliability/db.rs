@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::orders::store;
 
 /// What the tests read back from one order item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +40,7 @@ impl Db {
             std::process::id(),
             TABLES.fetch_add(1, Ordering::Relaxed)
         );
-        store::create_table(&client, &table)
+        order_consumer::testing::create_orders_table(&client, &table)
             .await
             .expect("create table");
         Db { url, client, table }

@@ -517,16 +517,12 @@ fn every_account_balance_is_the_sum_of_its_distinct_entries() {
             .env("ACCOUNTS_TABLE", ACCOUNTS_TABLE)
     }));
     rt.block_on(async {
-        order_consumer::core::dynamo::create_table_with_key(&h.db.client, LEDGER_TABLE, "entry_id")
+        order_consumer::testing::create_table(&h.db.client, LEDGER_TABLE, "entry_id")
             .await
             .expect("ledger table");
-        order_consumer::core::dynamo::create_table_with_key(
-            &h.db.client,
-            ACCOUNTS_TABLE,
-            "account_id",
-        )
-        .await
-        .expect("accounts table");
+        order_consumer::testing::create_table(&h.db.client, ACCOUNTS_TABLE, "account_id")
+            .await
+            .expect("accounts table");
     });
     let mut runner = TestRunner::new(proptest_config(file!(), 8));
     let result = runner.run(&case_strategy(), |case| {

@@ -1,0 +1,94 @@
+//! Tables for tests, the local demo and tooling. In AWS the tables come
+//! from template.yaml; the production adapters never create one.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    StreamSpecification, StreamViewType,
+};
+
+use crate::core::error::StoreError;
+
+/// The orders table (hash key `order_id`), as template.yaml creates it.
+pub async fn create_orders_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    create_table(client, table, crate::orders::store::KEY).await
+}
+
+/// The orders table with its stream (old and new images), as template.yaml
+/// creates it: the order notifier's outbox.
+pub async fn create_streamed_orders_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    create_streamed_table(client, table, crate::orders::store::KEY).await
+}
+
+/// Create a table with a string hash key, on demand.
+pub async fn create_table(client: &Client, table: &str, key: &str) -> Result<(), StoreError> {
+    create(client, table, key, false).await
+}
+
+/// Create a table with a string hash key and a stream of old and new
+/// images, as template.yaml creates the orders table (the notifier's
+/// outbox).
+pub async fn create_streamed_table(
+    client: &Client,
+    table: &str,
+    key: &str,
+) -> Result<(), StoreError> {
+    create(client, table, key, true).await
+}
+
+async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result<(), StoreError> {
+    let stream = stream
+        .then(|| {
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewAndOldImages)
+                .build()
+        })
+        .transpose()
+        .map_err(|e| StoreError::Client {
+            code: e.to_string(),
+        })?;
+    client
+        .create_table()
+        .set_stream_specification(stream)
+        .table_name(table)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(key)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(|e| StoreError::Client {
+                    code: e.to_string(),
+                })?,
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(key)
+                .key_type(KeyType::Hash)
+                .build()
+                .map_err(|e| StoreError::Client {
+                    code: e.to_string(),
+                })?,
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %DisplayErrorContext(&e), "CreateTable failed");
+            StoreError::Client {
+                code: e.code().unwrap_or("CreateTableFailed").to_owned(),
+            }
+        })?;
+    // Real DynamoDB needs a moment; local servers answer ACTIVE at once.
+    client
+        .wait_until_table_exists()
+        .table_name(table)
+        .wait(Duration::from_secs(120))
+        .await
+        .map_err(|_| StoreError::Timeout)?;
+    Ok(())
+}
