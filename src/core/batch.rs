@@ -34,15 +34,20 @@ use crate::core::wire::ParseError;
 /// How a batch is run (from the function's configuration).
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
+    /// Groups applied at once (one group's records are sequential).
     pub max_concurrency: usize,
+    /// Time kept back before the invocation deadline.
     pub deadline_margin: Duration,
 }
 
 /// One consumer's record handling. Implemented by the order consumer, the
 /// payment ledger and the notifier; the batch machinery is generic over it.
 pub trait Handler: Sync {
+    /// What the batch carries: an SQS message, a DynamoDB stream record.
     type Record: BatchRecord;
+    /// A parsed, validated record.
     type Event: Send + Sync;
+    /// What happened to one record.
     type Outcome: Verdict;
 
     /// Parse and validate one record.
@@ -80,6 +85,7 @@ pub struct BatchContext {
 }
 
 impl BatchContext {
+    /// A context whose writes stop at `cutoff`, with zeroed cache counts.
     pub fn new(cutoff: Instant) -> Self {
         BatchContext {
             cutoff,
@@ -96,11 +102,14 @@ pub struct RecordReport<O> {
     pub record_id: Option<String>,
     /// The record's grouping key (the orderId, the accountId), if it parsed.
     pub key: Option<String>,
+    /// What happened to it.
     pub outcome: O,
 }
 
+/// What one batch did, record by record.
 #[derive(Debug, Clone)]
 pub struct BatchReport<O> {
+    /// One report per record, in arrival order.
     pub records: Vec<RecordReport<O>>,
     /// Set when the invocation began with no more time than the deadline
     /// margin: no record could be started, and the invocation fails.
@@ -114,7 +123,9 @@ pub struct BatchReport<O> {
 /// The time an invocation had, against the margin it must leave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Starved {
+    /// Milliseconds the invocation had when it began.
     pub budget_ms: u64,
+    /// `DEADLINE_MARGIN_MS`.
     pub margin_ms: u64,
 }
 
@@ -135,7 +146,10 @@ pub enum BatchError {
     #[error(
         "all {0} records failed on a dependency (DynamoDB or the provider); failing the invocation so the outage shows in Lambda's error metrics"
     )]
+    /// Every record failed on a dependency (or was not attempted); the
+    /// count of records.
     Outage(usize),
+    /// Failed records without an id Lambda could retry them by; their count.
     #[error("{0} failed record(s) carry no messageId; failing the whole batch so none is lost")]
     Unidentifiable(usize),
     /// A function timeout at or below `DEADLINE_MARGIN_MS` would otherwise
@@ -144,7 +158,12 @@ pub enum BatchError {
     #[error(
         "the invocation had {budget_ms} ms, not more than DEADLINE_MARGIN_MS ({margin_ms} ms), so no record could be started: raise the function timeout or lower the margin"
     )]
-    NoTimeBudget { budget_ms: u64, margin_ms: u64 },
+    NoTimeBudget {
+        /// Milliseconds the invocation had.
+        budget_ms: u64,
+        /// `DEADLINE_MARGIN_MS`.
+        margin_ms: u64,
+    },
 }
 
 impl BatchError {
@@ -165,6 +184,7 @@ impl BatchError {
 }
 
 impl<O: Verdict> BatchReport<O> {
+    /// The records' outcomes, in arrival order.
     pub fn outcomes(&self) -> impl Iterator<Item = &O> {
         self.records.iter().map(|r| &r.outcome)
     }

@@ -8,7 +8,9 @@ use thiserror::Error;
 
 use crate::core::batch::Settings;
 
+/// Groups applied at once when `MAX_CONCURRENCY` is unset.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+/// Milliseconds left for answering Lambda when `DEADLINE_MARGIN_MS` is unset.
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
 
 /// What every function of this project reads the same way: how a batch
@@ -31,6 +33,9 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Read the shared settings through `get` (the environment in a function,
+    /// a map in tests), with `default_namespace` and `default_function` for
+    /// what is unset.
     pub fn from_lookup(
         get: &impl Fn(&str) -> Option<String>,
         default_namespace: &str,
@@ -59,6 +64,7 @@ impl Runtime {
         })
     }
 
+    /// What the batch machinery needs of these settings.
     pub fn settings(&self) -> Settings {
         Settings {
             max_concurrency: self.max_concurrency,
@@ -77,12 +83,21 @@ pub fn required(
         .ok_or(ConfigError::Missing(var))
 }
 
+/// Why a function refuses to start: reported as its cold-start error.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
+    /// A required variable is unset or blank.
     #[error("environment variable {0} is required but not set")]
     Missing(&'static str),
+    /// A variable is set to a value the function cannot use; `reason` says
+    /// what is expected, never the value.
     #[error("environment variable {var} is invalid: {reason}")]
-    Invalid { var: &'static str, reason: String },
+    Invalid {
+        /// The variable's name.
+        var: &'static str,
+        /// What a valid value looks like.
+        reason: String,
+    },
 }
 
 /// An optional integer variable within `range`, or `default` when unset.

@@ -92,6 +92,7 @@ pub fn timeout_config() -> TimeoutConfig {
 /// What DynamoDB said to a conditional UpdateItem, for the adapters that
 /// read the refused item themselves (the notifier's).
 pub enum Conditional {
+    /// The condition held and the write committed.
     Committed,
     /// The condition failed; the item (ALL_OLD) it was checked against.
     Refused(Option<HashMap<String, AttributeValue>>),

@@ -5,28 +5,53 @@
 
 use thiserror::Error;
 
+/// Why DynamoDB did not confirm a request, by structured error code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum StoreError {
+    /// Throttled after the SDK's retries (`code` is DynamoDB's).
     #[error("throttled by DynamoDB ({code})")]
-    Throttled { code: String },
+    Throttled {
+        /// DynamoDB's error code.
+        code: String,
+    },
+    /// No answer within the SDK's attempt or operation timeout.
     #[error("DynamoDB did not answer within the SDK timeout")]
     Timeout,
+    /// Cut off at the batch's cutoff, before DynamoDB answered.
     #[error("the invocation deadline came before DynamoDB confirmed the write")]
     DeadlineExceeded,
+    /// Connection refused, reset or otherwise broken.
     #[error("could not reach DynamoDB (connection failed or was reset)")]
     Network,
+    /// A 5xx from DynamoDB.
     #[error("DynamoDB server error ({code})")]
-    Server { code: String },
+    Server {
+        /// DynamoDB's error code.
+        code: String,
+    },
+    /// The configured table does not exist (a deployment mistake).
     #[error("the table does not exist")]
     TableNotFound,
+    /// The function's role may not do this (an IAM mistake).
     #[error("access denied ({code}): check the function's IAM policy")]
-    AccessDenied { code: String },
+    AccessDenied {
+        /// DynamoDB's error code.
+        code: String,
+    },
+    /// Any other 4xx: the request itself is wrong.
     #[error("DynamoDB refused the request ({code})")]
-    Client { code: String },
+    Client {
+        /// DynamoDB's error code.
+        code: String,
+    },
+    /// A stored item does not read as what the consumer wrote; the text
+    /// names the attribute or type, never a value.
     #[error("the stored item is malformed: {0}")]
     CorruptItem(String),
+    /// A conditional write was refused with no item to classify it by.
     #[error("the condition failed but no stored item came back (ALL_OLD not honoured?)")]
     RefusedWithoutItem,
+    /// A refusal the returned item does not explain: a race, retried.
     #[error("the condition failed although the returned item satisfies it")]
     InconsistentRefusal,
 }

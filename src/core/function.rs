@@ -26,6 +26,8 @@ pub struct Function<H> {
 }
 
 impl<H: Handler> Function<H> {
+    /// A function running `handler` with the shared `runtime` settings;
+    /// `error_prefix` names it in invocation errors (`OrderConsumer`).
     pub fn with_handler(handler: H, runtime: Runtime, error_prefix: &'static str) -> Self {
         Function {
             handler,
@@ -34,10 +36,12 @@ impl<H: Handler> Function<H> {
         }
     }
 
+    /// The consumer's handler.
     pub fn handler(&self) -> &H {
         &self.handler
     }
 
+    /// How its batches run.
     pub fn settings(&self) -> Settings {
         self.runtime.settings()
     }

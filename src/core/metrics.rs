@@ -27,6 +27,7 @@ impl OutcomeCounts {
         OutcomeCounts(m)
     }
 
+    /// The count for `label` (0 if it never occurred).
     pub fn get(&self, label: &str) -> u64 {
         self.0.get(label).copied().unwrap_or(0)
     }

@@ -23,6 +23,9 @@
 //! - [`bootstrap`]: logging and clients, once per cold start.
 //! - [`time`]: epoch milliseconds, RFC 3339, attempt ids.
 
+// The core is what adopters build on: every public item says what it is for.
+#![deny(missing_docs)]
+
 pub mod batch;
 pub mod bootstrap;
 pub mod config;

@@ -119,12 +119,15 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::
     /// [`Unsettled::level`].
     fn level(&self) -> Level;
 
+    /// The record is not a valid event.
     fn invalid(error: ParseError) -> Self {
         Unsettled::Invalid(error).into()
     }
+    /// The record was not attempted in this invocation.
     fn not_attempted(skip: Skip) -> Self {
         Unsettled::NotAttempted(skip).into()
     }
+    /// DynamoDB did not confirm the record's write.
     fn failed(error: StoreError) -> Self {
         Unsettled::Failed(error.into()).into()
     }
@@ -135,6 +138,7 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::
     fn is_dependency_failure(&self) -> bool {
         matches!(self.unsettled(), Some(Unsettled::Failed(_)))
     }
+    /// The record was left for a later invocation.
     fn is_not_attempted(&self) -> bool {
         matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
     }

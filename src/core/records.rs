@@ -24,7 +24,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// A Lambda event as read from the Runtime API, and the event it carries.
 pub trait StrictInput: DeserializeOwned + Send {
+    /// The event it carries.
     type Event;
+    /// Unwrap the event.
     fn into_inner(self) -> Self::Event;
 }
 
@@ -101,10 +103,13 @@ impl BatchRecord for EventRecord {
 /// A Lambda event carrying a batch of records, and the partial-batch
 /// response its source reads back.
 pub trait BatchEvent: Send + Sync {
+    /// One record of the batch.
     type Record: BatchRecord;
     /// How it is read from the Runtime API.
     type Input: StrictInput<Event = Self>;
+    /// The partial-batch response (SQS or streams).
     type Response: Serialize + Send;
+    /// The batch's records, in arrival order.
     fn records(&self) -> &[Self::Record];
     /// The response listing the records to retry (by their ids).
     fn response(failed: Vec<String>) -> Self::Response;

@@ -20,30 +20,58 @@ pub const MAX_TEXT_BYTES: usize = 1024;
 /// field (as a JSON path like `data.amount`) so the log line is actionable.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ParseError {
+    /// The record carries no body at all.
     #[error("the record has no body")]
     MissingBody,
+    /// The body is larger than the consumer accepts (`size` and `max` in bytes).
     #[error("body is {size} bytes, over the {max}-byte limit")]
-    TooLarge { size: usize, max: usize },
+    TooLarge {
+        /// The body's size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The body is not JSON; the text is serde_json's position, not the body.
     #[error("body is not valid JSON: {0}")]
     NotJson(String),
+    /// A value that must be an object is not.
     #[error("`{path}` must be a JSON object")]
-    NotAnObject { path: String },
+    NotAnObject {
+        /// The JSON path, such as `data`.
+        path: String,
+    },
+    /// A required field is absent.
     #[error("missing required field `{path}`")]
-    MissingField { path: String },
+    MissingField {
+        /// The JSON path, such as `data.amount`.
+        path: String,
+    },
+    /// A field has the wrong JSON type (`expected` names the right one).
     #[error("`{path}` must be {expected}")]
     WrongType {
+        /// The JSON path.
         path: String,
+        /// The type it must have.
         expected: &'static str,
     },
+    /// A field has the right type and an unacceptable value.
     #[error("`{path}` is invalid: {reason}")]
-    InvalidValue { path: String, reason: &'static str },
+    InvalidValue {
+        /// The JSON path.
+        path: String,
+        /// What a valid value looks like.
+        reason: &'static str,
+    },
     /// The value is not kept: it is attacker-sized input, and this error is
     /// logged at ERROR.
     #[error("`type` is not one of this consumer's event types")]
     UnknownType,
+    /// An SNS or EventBridge envelope has the right shape but broken content.
     #[error("{envelope} envelope is malformed: {reason}")]
     BadEnvelope {
+        /// `SNS` or `EventBridge`.
         envelope: &'static str,
+        /// What is wrong with it.
         reason: &'static str,
     },
 }
@@ -53,6 +81,7 @@ pub enum ParseError {
 pub struct Id(String);
 
 impl Id {
+    /// The validated text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -75,10 +104,12 @@ impl TryFrom<&str> for Id {
 /// A per-order sequence number assigned by the producer: an integer >= 1.
 /// An amount in minor units (paise, cents): a positive integer. Floats are
 /// refused rather than rounded; money is never guessed.
+/// A positive amount in minor units (paise, cents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Amount(u64);
 
 impl Amount {
+    /// The amount in minor units.
     pub fn get(self) -> u64 {
         self.0
     }
@@ -100,6 +131,7 @@ impl TryFrom<u64> for Amount {
 pub struct Currency(String);
 
 impl Currency {
+    /// The validated text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -122,6 +154,7 @@ impl TryFrom<&str> for Currency {
 pub struct Timestamp(String);
 
 impl Timestamp {
+    /// The validated text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -229,11 +262,13 @@ fn envelope(obj: &Map<String, Value>) -> Result<Option<Value>, ParseError> {
     Ok(None)
 }
 
+/// `v` as an object, or [`ParseError::NotAnObject`] at `path`.
 pub fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ParseError> {
     v.as_object()
         .ok_or_else(|| ParseError::NotAnObject { path: path.into() })
 }
 
+/// [`ParseError::InvalidValue`] at `path`.
 pub fn invalid(path: impl Into<String>, reason: &'static str) -> ParseError {
     ParseError::InvalidValue {
         path: path.into(),
@@ -241,6 +276,7 @@ pub fn invalid(path: impl Into<String>, reason: &'static str) -> ParseError {
     }
 }
 
+/// A required field of `obj` (its path is `prefix` + `key`).
 pub fn req<'a>(
     obj: &'a Map<String, Value>,
     prefix: &str,
@@ -254,6 +290,7 @@ pub fn req<'a>(
     }
 }
 
+/// A required string field.
 pub fn req_str<'a>(
     obj: &'a Map<String, Value>,
     prefix: &str,
@@ -267,17 +304,20 @@ pub fn req_str<'a>(
         })
 }
 
+/// A required identifier field, validated as an [`Id`].
 pub fn req_id(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<Id, ParseError> {
     Id::try_from(req_str(obj, prefix, key)?)
         .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
 }
 
+/// A required free-text field, bounded and without control characters.
 pub fn req_text(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<String, ParseError> {
     let s = req_str(obj, prefix, key)?;
     check_text(s, MAX_TEXT_BYTES).map_err(|reason| invalid(format!("{prefix}{key}"), reason))?;
     Ok(s.to_owned())
 }
 
+/// A required non-negative integer field (no fractions, no strings).
 pub fn req_u64(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<u64, ParseError> {
     // `as_u64` is None for negatives, floats (even 2.0) and numbers beyond
     // u64, which is exactly the set we refuse.
@@ -289,6 +329,7 @@ pub fn req_u64(obj: &Map<String, Value>, prefix: &str, key: &str) -> Result<u64,
         })
 }
 
+/// A required positive amount in minor units.
 pub fn req_amount_at(
     obj: &Map<String, Value>,
     prefix: &str,
@@ -298,6 +339,7 @@ pub fn req_amount_at(
         .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
 }
 
+/// A required ISO 4217 currency code.
 pub fn req_currency_at(
     obj: &Map<String, Value>,
     prefix: &str,
@@ -307,6 +349,7 @@ pub fn req_currency_at(
         .map_err(|reason| invalid(format!("{prefix}{key}"), reason))
 }
 
+/// Is `s` non-empty, at most `max` bytes and free of control characters?
 pub fn check_text(s: &str, max: usize) -> Result<(), &'static str> {
     if s.trim().is_empty() {
         Err("must not be empty")
