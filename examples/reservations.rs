@@ -5,8 +5,6 @@
 //! through it; `cargo run --example reservations` runs it against a local
 //! DynamoDB, and its tests run with the suite.
 
-use std::fmt;
-
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
 use order_consumer::core::batch::{BatchContext, Handler};
@@ -21,9 +19,11 @@ use order_consumer::core::wire::{
 use order_consumer::testing;
 use tracing::{Level, Span, field};
 
-/// The three events. Each names the status it leads to and the statuses
-/// it may apply to: that is the whole transition table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The three events. Each leads to the status of its name (strum:
+/// `REQUESTED`…) from the statuses its guard allows: that is the whole
+/// transition table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Kind {
     Requested,
     Confirmed,
@@ -32,11 +32,7 @@ pub enum Kind {
 
 impl Kind {
     fn target(self) -> &'static str {
-        match self {
-            Kind::Requested => "REQUESTED",
-            Kind::Confirmed => "CONFIRMED",
-            Kind::Released => "RELEASED",
-        }
+        self.into()
     }
     /// The write's guard. A request founds the reservation; the others need
     /// it in one of the statuses they may follow.
@@ -80,8 +76,10 @@ pub fn parse(body: Option<&str>) -> Result<Reservation, ParseError> {
 }
 
 /// What happened to one record. `Unsettled` (Invalid, Failed, NotAttempted)
-/// is the core's, with its labels and log levels.
-#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+/// is the core's, with its labels, wording and log levels.
+#[derive(
+    Debug, Clone, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantNames,
+)]
 pub enum ReservationOutcome {
     Applied,
     /// The reservation is already in this event's status.
@@ -97,15 +95,6 @@ pub enum ReservationOutcome {
 impl From<Unsettled> for ReservationOutcome {
     fn from(u: Unsettled) -> Self {
         ReservationOutcome::Unsettled(u)
-    }
-}
-
-impl fmt::Display for ReservationOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReservationOutcome::Unsettled(u) => u.fmt(f),
-            other => f.write_str(other.label()),
-        }
     }
 }
 
@@ -211,17 +200,16 @@ impl Handler for ReservationHandler {
     }
 }
 
+/// The Lambda function: the handler plus the core's shared settings.
 pub fn function(client: aws_sdk_dynamodb::Client, table: &str) -> Function<ReservationHandler> {
-    let runtime = Runtime::from_lookup(&|k| std::env::var(k).ok(), "Reservations", "reservations")
+    let env = |k: &str| std::env::var(k).ok();
+    let runtime = Runtime::from_lookup(&env, "Reservations", "reservations")
         .unwrap_or_else(|e| panic!("configuration: {e}"));
-    Function::with_handler(
-        ReservationHandler {
-            client,
-            table: table.to_owned(),
-        },
-        runtime,
-        "Reservations",
-    )
+    let handler = ReservationHandler {
+        client,
+        table: table.to_owned(),
+    };
+    Function::with_handler(handler, runtime, "Reservations")
 }
 
 /// Run one batch, as Lambda would, against a local DynamoDB, and print

@@ -13,6 +13,7 @@
 //! retry sends again under the same key and the provider deduplicates. The
 //! table makes retries cheap and visible; the key makes them harmless.
 //!
+//! - [`event`]: the contract, a stream record read into a [`domain::Change`].
 //! - [`domain`]: which changes notify, outcomes, reading a refused claim.
 //! - [`store`]: the notifications table.
 //! - [`webhook`]: the provider client (reqwest, rustls, timeouts, no
@@ -24,6 +25,7 @@
 //!   the Lambda function, reporting failed records by SequenceNumber.
 
 pub mod domain;
+pub mod event;
 pub mod store;
 pub mod url;
 pub mod webhook;
@@ -31,7 +33,6 @@ pub mod webhook;
 use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
-use serde::Deserialize;
 use tokio::time::Instant;
 use tracing::{Span, field};
 
@@ -63,69 +64,13 @@ impl NotifierHandler {
     }
 }
 
-/// The image fields the notifier reads.
-#[derive(Deserialize, Default)]
-struct Image {
-    order_id: Option<String>,
-    status: Option<String>,
-    customer_id: Option<String>,
-    tracking_id: Option<String>,
-    carrier: Option<String>,
-}
-
-fn image(item: &serde_dynamo::Item, which: &'static str) -> Result<Image, ParseError> {
-    if item.is_empty() {
-        return Ok(Image::default());
-    }
-    serde_dynamo::from_item(item.clone()).map_err(|_| ParseError::WrongType {
-        path: which.to_owned(),
-        expected: "an order item",
-    })
-}
-
-fn status(raw: Option<String>, which: &'static str) -> Result<Option<Status>, ParseError> {
-    raw.map(|s| {
-        Status::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or(ParseError::InvalidValue {
-                path: format!("{which}.status"),
-                reason: "is not an order status",
-            })
-    })
-    .transpose()
-}
-
-/// Read one stream record into a [`Change`].
-pub fn parse_change(record: &EventRecord) -> Result<Change, ParseError> {
-    let new = image(&record.change.new_image, "NewImage")?;
-    let old = image(&record.change.old_image, "OldImage")?;
-    let keys = image(&record.change.keys, "Keys")?;
-    let order_id = keys
-        .order_id
-        .or_else(|| new.order_id.clone())
-        .or_else(|| old.order_id.clone())
-        .filter(|id| !id.is_empty())
-        .ok_or(ParseError::MissingField {
-            path: "Keys.order_id".into(),
-        })?;
-    Ok(Change {
-        order_id,
-        old_status: status(old.status, "OldImage")?,
-        new_status: status(new.status, "NewImage")?,
-        customer_id: new.customer_id,
-        tracking_id: new.tracking_id,
-        carrier: new.carrier,
-    })
-}
-
 impl Handler for NotifierHandler {
     type Record = EventRecord;
     type Event = Change;
     type Outcome = NotifyOutcome;
 
     fn parse(&self, record: &EventRecord) -> Result<Change, ParseError> {
-        parse_change(record)
+        event::parse_change(record)
     }
 
     fn key(&self, change: &Change) -> String {

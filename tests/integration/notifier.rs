@@ -369,7 +369,7 @@ fn a_record_that_is_not_an_order_change_is_invalid_alone() {
     unknown["dynamodb"]["NewImage"]["status"] = json!({"S": "TELEPORTED"});
     let event = stream(vec![bad, unknown]);
     for r in &event.records {
-        assert!(order_consumer::notifier::parse_change(r).is_err());
+        assert!(order_consumer::notifier::event::parse_change(r).is_err());
     }
 }
 
