@@ -8,6 +8,8 @@
 //! - [`outcome`]: the outcomes every consumer shares (Invalid, Failed,
 //!   NotAttempted), their labels and log levels, and the [`outcome::Verdict`]
 //!   a consumer's outcome implements.
+//! - [`backoff`]: how long a failed message stays invisible before it comes
+//!   back, per outcome class.
 //! - [`function`]: the Lambda function wrapper every consumer shares, for
 //!   SQS and stream events alike.
 //! - [`records`]: the Lambda events (SQS, DynamoDB streams) read strictly,
@@ -26,6 +28,7 @@
 // The core is what adopters build on: every public item says what it is for.
 #![deny(missing_docs)]
 
+pub mod backoff;
 pub mod batch;
 pub mod bootstrap;
 pub mod config;

@@ -18,6 +18,7 @@ use std::fmt;
 
 use tracing::Level;
 
+use crate::core::backoff::RetryClass;
 use crate::core::error::StoreError;
 use crate::core::wire::ParseError;
 
@@ -142,6 +143,24 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::
     fn is_not_attempted(&self) -> bool {
         matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
     }
+    /// How soon the message should come back if it is not acknowledged
+    /// (see [`crate::core::backoff`]). The shared outcomes are classified
+    /// here; the consumer's own through [`Verdict::own_retry_class`].
+    fn retry_class(&self) -> RetryClass {
+        match self.unsettled() {
+            Some(Unsettled::Invalid(_)) => RetryClass::Hopeless,
+            Some(Unsettled::Failed(_)) => RetryClass::Dependency,
+            Some(Unsettled::NotAttempted(_)) => RetryClass::Immediate,
+            None => self.own_retry_class(),
+        }
+    }
+    /// The retry class of the consumer's own unacknowledged verdicts. By
+    /// default they wait for a predecessor, as Early does; a verdict that
+    /// can never change on a retry (a Conflict) should say
+    /// [`RetryClass::Hopeless`].
+    fn own_retry_class(&self) -> RetryClass {
+        RetryClass::Predecessor
+    }
 }
 
 /// Every label of `O`: its own verdicts' names and the shared ones, so that
@@ -238,6 +257,18 @@ mod tests {
             assert!(!o.acknowledge());
         }
         assert!(Toy::Done.acknowledge() && Toy::Done.unsettled().is_none());
+        assert_eq!(
+            Toy::invalid(ParseError::MissingBody).retry_class(),
+            RetryClass::Hopeless
+        );
+        assert_eq!(
+            Toy::failed(StoreError::Timeout).retry_class(),
+            RetryClass::Dependency
+        );
+        assert_eq!(
+            Toy::not_attempted(Skip::Deadline).retry_class(),
+            RetryClass::Immediate
+        );
         assert_eq!(Toy::Done.level(), Level::INFO);
     }
 }

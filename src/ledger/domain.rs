@@ -15,6 +15,7 @@
 
 use tracing::Level;
 
+use crate::core::backoff::RetryClass;
 use crate::core::error::StoreError;
 use crate::core::outcome::{Unsettled, Verdict};
 use crate::ledger::event::{LedgerEvent, Movement};
@@ -210,6 +211,14 @@ impl Verdict for LedgerOutcome {
             LedgerOutcome::Suspended(_) => Level::WARN,
             LedgerOutcome::Conflict(_) => Level::ERROR,
             LedgerOutcome::Unsettled(u) => u.level(),
+        }
+    }
+
+    /// A refund waits for its capture; a Conflict never resolves itself.
+    fn own_retry_class(&self) -> RetryClass {
+        match self {
+            LedgerOutcome::Conflict(_) => RetryClass::Hopeless,
+            _ => RetryClass::Predecessor,
         }
     }
 }

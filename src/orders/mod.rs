@@ -19,6 +19,7 @@ pub mod store;
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Level, Span, field};
 
+use crate::core::backoff::RetryClass;
 use crate::core::batch::{BatchContext, Handler};
 use crate::core::config::{ConfigError, Runtime, parse_in, required};
 use crate::core::error::StoreError;
@@ -175,6 +176,15 @@ impl Verdict for Outcome {
             Outcome::Rejected { .. } => Level::WARN,
             Outcome::Conflict(_) => Level::ERROR,
             Outcome::Unsettled(u) => u.level(),
+        }
+    }
+
+    /// Early waits for its predecessor; a Conflict is the same on every
+    /// receive, so it goes to the DLQ without waiting.
+    fn own_retry_class(&self) -> RetryClass {
+        match self {
+            Outcome::Conflict(_) => RetryClass::Hopeless,
+            _ => RetryClass::Predecessor,
         }
     }
 }
@@ -537,5 +547,45 @@ mod batch_tests {
                 .batch_item_failures
                 .is_empty()
         );
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+    use crate::core::outcome::Skip;
+    use crate::orders::domain::ConflictKind;
+    use crate::orders::event::EventKind;
+
+    #[test]
+    fn every_unacknowledged_outcome_has_its_retry_class() {
+        let early = Outcome::Early {
+            current: None,
+            event: EventKind::Paid,
+        };
+        let cases = [
+            (early, RetryClass::Predecessor),
+            (
+                Outcome::Conflict(ConflictKind::ChangedPayload),
+                RetryClass::Hopeless,
+            ),
+            (
+                Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent),
+                RetryClass::Hopeless,
+            ),
+            (
+                Outcome::invalid(ParseError::MissingBody),
+                RetryClass::Hopeless,
+            ),
+            (Outcome::failed(StoreError::Timeout), RetryClass::Dependency),
+            (
+                Outcome::not_attempted(Skip::FifoGroupBlocked),
+                RetryClass::Immediate,
+            ),
+        ];
+        for (outcome, class) in cases {
+            assert!(!outcome.acknowledge());
+            assert_eq!(outcome.retry_class(), class, "{outcome}");
+        }
     }
 }
