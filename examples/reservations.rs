@@ -100,7 +100,6 @@ impl From<Unsettled> for ReservationOutcome {
 
 impl Verdict for ReservationOutcome {
     type Failure = StoreError;
-    const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
             ReservationOutcome::Unsettled(u) => Some(u),
@@ -185,7 +184,7 @@ impl Handler for ReservationHandler {
             (Kind::Confirmed, _) => {
                 update.expression_attribute_values(":requested", s("REQUESTED"))
             }
-            (_, _) => update
+            (Kind::Released, _) => update
                 .expression_attribute_values(":requested", s("REQUESTED"))
                 .expression_attribute_values(":confirmed", s("CONFIRMED")),
         };

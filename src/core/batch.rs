@@ -211,7 +211,7 @@ impl<O: Verdict> BatchReport<O> {
         let failed: Vec<&RecordReport<O>> = self
             .records
             .iter()
-            .filter(|r| !r.outcome.acknowledge())
+            .filter(|r| !r.outcome.acknowledged())
             .collect();
         // An empty or unknown itemIdentifier makes Lambda fail the whole batch
         // anyway; say so explicitly instead of sending a malformed response.
@@ -385,7 +385,7 @@ impl<H: Handler> GroupRun<'_, H> {
             // Strict order (FIFO, streams): once a record of the group is not
             // acknowledged, applying a later one would reorder the group, so
             // the rest wait for the redelivery.
-            if self.strict && !outcome.acknowledge() {
+            if self.strict && !outcome.acknowledged() {
                 blocked = true;
             }
             out.push((i, outcome));

@@ -100,18 +100,22 @@ pub const UNSETTLED_VARIANT: &str = "Unsettled";
 
 /// What the batch needs to know about a consumer's per-record outcome.
 ///
-/// A consumer implements the four required items; the shared outcomes come
-/// from [`Unsettled`] through `From` and [`Verdict::unsettled`].
-pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::Failure>> {
+/// A consumer's enum derives `strum::VariantNames` (its labels, with
+/// `Unsettled`'s replaced by the shared ones in [`labels`]), implements
+/// `Display` and `From<Unsettled<Failure>>`, and here names its `Failure`
+/// and implements `unsettled`, `acknowledge`, `label` and `level`. The rest
+/// is provided.
+pub trait Verdict:
+    Clone + fmt::Display + Send + 'static + From<Unsettled<Self::Failure>> + strum::VariantNames
+{
     /// What `Unsettled::Failed` carries for this consumer.
     type Failure: Failure;
-    /// The enum's variant names (strum's `VariantNames`), `Unsettled`
-    /// included; [`labels`] replaces it with the shared labels.
-    const VARIANTS: &'static [&'static str];
     /// The shared outcome, if this is one.
     fn unsettled(&self) -> Option<&Unsettled<Self::Failure>>;
     /// May the message be deleted from its queue (or the stream move on)?
     /// Only when its effect is committed, or known never to need committing.
+    /// The batch asks [`Verdict::acknowledged`], which never lets an
+    /// `Unsettled` outcome through, whatever this says.
     fn acknowledge(&self) -> bool;
     /// A stable name, used in logs and as the metric name (strum's
     /// `IntoStaticStr` with the `Unsettled` variant transparent).
@@ -120,6 +124,12 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::
     /// [`Unsettled::level`].
     fn level(&self) -> Level;
 
+    /// The record is not a valid event.
+    /// What the batch acts on: acknowledged by the consumer, and not one of
+    /// the shared outcomes (which are never acknowledged).
+    fn acknowledged(&self) -> bool {
+        self.unsettled().is_none() && self.acknowledge()
+    }
     /// The record is not a valid event.
     fn invalid(error: ParseError) -> Self {
         Unsettled::Invalid(error).into()
@@ -166,6 +176,10 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::
 /// Every label of `O`: its own verdicts' names and the shared ones, so that
 /// metrics report zeros for outcomes that did not occur.
 pub fn labels<O: Verdict>() -> impl Iterator<Item = &'static str> {
+    debug_assert!(
+        O::VARIANTS.contains(&UNSETTLED_VARIANT),
+        "the variant holding Unsettled must be named {UNSETTLED_VARIANT}"
+    );
     O::VARIANTS
         .iter()
         .copied()
@@ -201,7 +215,6 @@ mod tests {
 
     impl Verdict for Toy {
         type Failure = StoreError;
-        const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
         fn unsettled(&self) -> Option<&Unsettled> {
             match self {
                 Toy::Unsettled(u) => Some(u),

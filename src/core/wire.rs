@@ -101,10 +101,8 @@ impl TryFrom<&str> for Id {
     }
 }
 
-/// A per-order sequence number assigned by the producer: an integer >= 1.
-/// An amount in minor units (paise, cents): a positive integer. Floats are
-/// refused rather than rounded; money is never guessed.
-/// A positive amount in minor units (paise, cents).
+/// A positive amount in minor units (paise, cents). Floats are refused
+/// rather than rounded: money is never guessed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Amount(u64);
 

@@ -181,7 +181,6 @@ impl std::fmt::Display for LedgerOutcome {
 
 impl Verdict for LedgerOutcome {
     type Failure = StoreError;
-    const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {

@@ -228,7 +228,6 @@ impl fmt::Display for NotifyOutcome {
 
 impl Verdict for NotifyOutcome {
     type Failure = NotifyError;
-    const VARIANTS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
     fn unsettled(&self) -> Option<&Unsettled<NotifyError>> {
         match self {

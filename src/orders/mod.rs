@@ -150,7 +150,6 @@ impl Handler for OrderHandler {
 
 impl Verdict for Outcome {
     type Failure = StoreError;
-    const VARIANTS: &'static [&'static str] = <Outcome as strum::VariantNames>::VARIANTS;
 
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
