@@ -21,6 +21,16 @@ deploy` will pass and refuses a combination that breaks either rule:
   `[default.global.parameters]`), read with the SAM CLI's own config and
   parameter parsers, so every format sam accepts is understood.
 
+Every resolved value is also checked against its parameter's constraints in
+the template (AllowedValues, AllowedPattern, Min/MaxValue, Min/MaxLength), as
+CloudFormation will, so that a typo such as DeployOrderNotifier=False stops
+the deployment before the build rather than at the change set.
+
+On success it says which functions will be deployed (DeployPaymentLedger,
+DeployOrderNotifier) and, with the order notifier, which SSM SecureString
+parameter it reads at cold start (nothing here calls AWS to look for it).
+With DeployOrderNotifier=false no SSM parameter is needed, named or checked.
+
 --saved: samconfig.toml must exist (after `sam deploy --guided`).
 --print NAME: on success, print only the resolved value of NAME (for
   `sam build`, which must build for the Architecture that is deployed).
@@ -33,6 +43,7 @@ does not, 2 on unusable input.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -54,6 +65,36 @@ def template_parameters(path: Path) -> dict[str, dict]:
 
 def template_defaults(path: Path) -> dict[str, str]:
     return {k: str(v["Default"]) for k, v in template_parameters(path).items() if "Default" in v}
+
+
+def constraint_errors(specs: dict[str, dict], values: dict[str, str]) -> list[str]:
+    """What CloudFormation would refuse in `values`, by each parameter's
+    constraints in the template."""
+    errors = []
+    for name, value in values.items():
+        spec = specs[name]
+        allowed = spec.get("AllowedValues")
+        if allowed is not None and value not in [str(a) for a in allowed]:
+            errors.append(f"{name}={value!r} is not one of {[str(a) for a in allowed]}")
+            continue
+        pattern = spec.get("AllowedPattern")
+        if pattern is not None and not re.fullmatch(pattern, value):
+            errors.append(f"{name}={value!r} does not match {pattern!r}")
+        if spec.get("Type") == "Number":
+            try:
+                number = float(value)
+            except ValueError:
+                errors.append(f"{name}={value!r} is not a number")
+                continue
+            if "MinValue" in spec and number < float(spec["MinValue"]):
+                errors.append(f"{name}={value} is below its MinValue {spec['MinValue']}")
+            if "MaxValue" in spec and number > float(spec["MaxValue"]):
+                errors.append(f"{name}={value} is above its MaxValue {spec['MaxValue']}")
+        if "MinLength" in spec and len(value) < int(spec["MinLength"]):
+            errors.append(f"{name}={value!r} is shorter than its MinLength {spec['MinLength']}")
+        if "MaxLength" in spec and len(value) > int(spec["MaxLength"]):
+            errors.append(f"{name}={value!r} is longer than its MaxLength {spec['MaxLength']}")
+    return errors
 
 
 def parse_overrides(value) -> dict[str, str]:
@@ -95,9 +136,19 @@ def main() -> int:
         else:
             values |= saved_overrides(args.template.resolve().parent, args.saved)
             source = "the template's defaults and samconfig.toml"
-        unknown = sorted(set(values) - set(template_parameters(args.template)))
+        specs = template_parameters(args.template)
+        unknown = sorted(set(values) - set(specs))
         if unknown:
             raise ValueError(f"not parameters of {args.template}: {', '.join(unknown)}")
+    except Exception as e:  # noqa: BLE001 - any unusable input is exit 2 with its reason
+        print(f"check_deploy_params: cannot resolve the parameters: {e}", file=sys.stderr)
+        return 2
+    errors = constraint_errors(specs, values)
+    if errors:
+        for err in errors:
+            print(f"check_deploy_params: {err} (values from {source}); CloudFormation would refuse it", file=sys.stderr)
+        return 1
+    try:
         timeout = int(values["FunctionTimeout"])
         margin = int(values["DeadlineMarginMs"])
         visibility = int(values["QueueVisibilityTimeout"])
@@ -133,6 +184,19 @@ def main() -> int:
         f"check_deploy_params: QueueVisibilityTimeout={visibility} >= 6 * {timeout} + {window} = {need}: ok",
         file=sys.stderr,
     )
+    ledger = values.get("DeployPaymentLedger", "true") == "true"
+    notifier = values.get("DeployOrderNotifier", "true") == "true"
+    functions = ["order-consumer"] + ["payment-ledger"] * ledger + ["order-notifier"] * notifier
+    print(f"check_deploy_params: functions deployed: {', '.join(functions)}", file=sys.stderr)
+    if notifier:
+        print(
+            f"check_deploy_params: order-notifier reads its webhook URL from the SSM SecureString parameter "
+            f"{values.get('NotifyWebhookUrlParameter')} at cold start: create it first (docs/deployment.md), "
+            f"or deploy with DeployOrderNotifier=false",
+            file=sys.stderr,
+        )
+    else:
+        print("check_deploy_params: DeployOrderNotifier=false: no SSM parameter is needed", file=sys.stderr)
     if args.print_name:
         if args.print_name not in values:
             print(f"check_deploy_params: no parameter {args.print_name}", file=sys.stderr)

@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Policy checks on the *translated* (plain CloudFormation) template.
 
-Usage: check_template.py TRANSLATED_TEMPLATE_JSON
+Usage: check_template.py TRANSLATED_TEMPLATE_JSON [Key=Value ...]
 
 Prints one PASS/FAIL line per check and ends with a "template policy checks: N of M passed" line;
 exits 1 when any check fails. Checks about one function (its event source,
-queues, role, tables, alarms) run once per function in FUNCTIONS, each
-against that function's expectations; the others run once for the stack. Parameter references are resolved with the
-template's defaults (and, for the FIFO checks, with FifoQueue=true), so the
-checks judge what a plain `sam deploy` of the template would create.
+queues, role, tables, alarms) run once per function in FUNCTIONS that is
+deployed, each against that function's expectations; the others run once for
+the stack. Parameter references and conditions are resolved with the
+template's defaults and the Key=Value arguments (and, for the FIFO checks,
+with FifoQueue=true), so the checks judge what `sam deploy` with those values
+would create: resources and outputs whose Condition is false are not in it.
+`make validate` runs it on the plain translation and once for each
+combination of DeployPaymentLedger and DeployOrderNotifier (on translations
+whose Deploy* conditions translate_template.py --resolve-conditions resolved).
 """
 
 from __future__ import annotations
@@ -30,14 +35,38 @@ FOURTEEN_DAYS = 14 * 24 * 3600
 # What each function may touch: its tables (logical id -> (the only DynamoDB
 # actions allowed on it, its hash key)), how its environment names them, the
 # tuning variables it must set, and whether the FifoQueue parameter applies.
+#
+# What belongs to it: `deploy_param`, the parameter that switches it off
+# ("false"; None: always deployed), and what exists only for it: `owns`
+# (resources; SAM's resources generated from the function, named after it,
+# count too), `outputs`, `owned_properties` ((resource, property) of a shared
+# resource), `params` (parameters only it uses) and `action_prefixes` (IAM
+# actions only it needs). Every resource of the stack is owned by exactly one
+# function: a new resource goes into the `owns` of the function it serves.
 FUNCTIONS: dict[str, dict[str, Any]] = {
     "OrderConsumerFunction": {
+        "deploy_param": None,
+        "owns": [
+            "OrderQueue", "DeadLetterQueue", "OrdersTable", "OrderConsumerRole", "OrderConsumerLogGroup",
+            "OrderConsumerFunction", "DeadLetterQueueAlarm", "FunctionErrorsAlarm",
+        ],
+        "outputs": ["QueueUrl", "QueueArn", "DeadLetterQueueUrl", "DeadLetterQueueArn", "TableName",
+                    "FunctionName", "LogGroupName"],
         "tables": {"OrdersTable": ({"dynamodb:UpdateItem"}, "order_id")},
         "env_tables": {"TABLE_NAME": "OrdersTable"},
         "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "RUST_LOG", "METRICS_NAMESPACE"],
         "fifo_param": True,
     },
     "PaymentLedgerFunction": {
+        "deploy_param": "DeployPaymentLedger",
+        "owns": [
+            "PaymentQueue", "PaymentDeadLetterQueue", "LedgerTable", "AccountsTable", "PaymentLedgerRole",
+            "PaymentLedgerLogGroup", "PaymentLedgerFunction", "PaymentDeadLetterQueueAlarm",
+            "PaymentLedgerErrorsAlarm", "PaymentLedgerSuspendedAlarm",
+        ],
+        "outputs": ["PaymentQueueUrl", "PaymentDeadLetterQueueUrl", "LedgerTableName", "AccountsTableName",
+                    "PaymentLedgerFunctionName"],
+        "params": ["LedgerBatchSize"],
         # TransactWriteItems is authorised per item: Put of the entry and
         # Update of the capture on the ledger, Update of the balance.
         "tables": {
@@ -54,6 +83,18 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
     # Fed by the orders table's stream, not by a queue: its checks are the
     # stream's (bisect, bounded retries, an on-failure destination).
     "OrderNotifierFunction": {
+        "deploy_param": "DeployOrderNotifier",
+        "owns": [
+            "NotificationsTable", "NotifierFailureQueue", "OrderNotifierRole", "OrderNotifierLogGroup",
+            "OrderNotifierFunction", "NotifierFailureQueueAlarm", "OrderNotifierIteratorAgeAlarm",
+            "OrderNotifierRejectedAlarm", "OrderNotifierErrorsAlarm",
+        ],
+        "outputs": ["NotificationsTableName", "NotifierFailureQueueUrl", "OrderNotifierFunctionName"],
+        # The orders table's stream has no other reader (see the template).
+        "owned_properties": [("OrdersTable", "StreamSpecification")],
+        # With the notifier off, no SSM parameter is named, granted or read.
+        "params": ["NotifyWebhookUrlParameter", "NotifierBatchSize"],
+        "action_prefixes": ["ssm:"],
         "source": "stream",
         "tables": {"NotificationsTable": ({"dynamodb:UpdateItem"}, "notification_id")},
         "streams": {
@@ -182,12 +223,24 @@ def as_list(x: Any) -> list[Any]:
 # Template model
 # ---------------------------------------------------------------------------
 class Model:
-    def __init__(self, template: dict[str, Any], fn: str | None = None):
+    def __init__(self, template: dict[str, Any], fn: str | None = None, overrides: dict[str, str] | None = None):
         self.t = template
-        self.res: dict[str, dict[str, Any]] = template.get("Resources", {})
-        self.defaults = Evaluator(template)
+        self.overrides = dict(overrides or {})
+        self.defaults = Evaluator(template, self.overrides)
+        # What this combination deploys: resources and outputs whose
+        # Condition is false are not created.
+        self.res: dict[str, dict[str, Any]] = self.present(template.get("Resources", {}))
+        self.outputs: dict[str, dict[str, Any]] = self.present(template.get("Outputs", {}))
         self.fn = fn
         self.expect: dict[str, Any] = FUNCTIONS.get(fn or "", {})
+
+    def present(self, section: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in section.items() if "Condition" not in v or self.defaults.condition(v["Condition"])}
+
+    def deployed(self, fn: str) -> bool:
+        """Whether this combination's parameters deploy `fn`."""
+        param = FUNCTIONS[fn].get("deploy_param")
+        return param is None or self.defaults.params.get(param) == "true"
 
     def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.res.items() if v.get("Type") == rtype}
@@ -532,7 +585,7 @@ def _(m: Model) -> None:
 def _(m: Model) -> None:
     if not sqs_fed(m):
         return  # a stream has no queue; see the stream checks
-    ev = Evaluator(m.t, {"FifoQueue": "false"})
+    ev = Evaluator(m.t, {**m.overrides, "FifoQueue": "false"})
     for q in (m.source_queue(), m.dlq()):
         p = m.props(q, ev)
         assert "FifoQueue" not in p or str(p["FifoQueue"]).lower() == "false", f"{q} is FIFO"
@@ -542,7 +595,7 @@ def _(m: Model) -> None:
 def _(m: Model) -> None:
     if not m.expect.get("fifo_param"):
         return  # this function's queues are always standard (checked above)
-    ev = Evaluator(m.t, {"FifoQueue": "true"})
+    ev = Evaluator(m.t, {**m.overrides, "FifoQueue": "true"})
     for q in (m.source_queue(), m.dlq()):
         p = m.props(q, ev)
         assert str(p.get("FifoQueue")).lower() == "true", f"{q} is not FIFO"
@@ -715,18 +768,192 @@ def _(m: Model) -> None:
     assert margin * 2 <= timeout * 1000, f"DeadlineMarginMs {margin} vs FunctionTimeout {timeout} s"
 
 
+# ---------------------------------------------------------------------------
+# Which functions are deployed (DeployPaymentLedger, DeployOrderNotifier)
+# ---------------------------------------------------------------------------
+PSEUDO_PARAMETERS = {
+    "AWS::AccountId", "AWS::NoValue", "AWS::NotificationARNs", "AWS::Partition", "AWS::Region",
+    "AWS::StackId", "AWS::StackName", "AWS::URLSuffix",
+}
+
+
+def references(node: Any, ev: Evaluator, where: str = ""):
+    """(kind, name, where) for every Ref, GetAtt, Sub variable and condition
+    name in `node`, following only the Fn::If branches `ev` chooses."""
+    if isinstance(node, list):
+        for i, x in enumerate(node):
+            yield from references(x, ev, f"{where}/{i}")
+        return
+    if not isinstance(node, dict):
+        return
+    if len(node) == 1:
+        (key, arg), = node.items()
+        if key == "Ref" and isinstance(arg, str):
+            yield "Ref", arg, where
+            return
+        if key == "Fn::GetAtt":
+            parts = arg.split(".", 1) if isinstance(arg, str) else list(arg)
+            yield "GetAtt", str(parts[0]), where
+            return
+        if key == "Fn::If":
+            cond, yes, no = arg
+            yield "Condition", cond, where
+            if cond in ev.template.get("Conditions", {}):
+                yield from references(yes if ev.condition(cond) else no, ev, f"{where}/Fn::If")
+            return
+        if key == "Fn::Sub":
+            text, local = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+            for var in re.findall(r"\$\{([^}!][^}]*)\}", text):
+                name = var.split(".", 1)[0]
+                if name not in local:
+                    yield ("GetAtt" if "." in var and not var.startswith("AWS::") else "Ref"), name, where
+            yield from references(local, ev, f"{where}/Fn::Sub")
+            return
+    for k, v in node.items():
+        yield from references(v, ev, f"{where}/{k}")
+
+
+def stack_references(m: Model):
+    """References made by what this combination deploys (resources and
+    outputs; not Metadata), as (kind, name, where)."""
+    for section, items in (("Resources", m.res), ("Outputs", m.outputs)):
+        for lid, body in items.items():
+            if "Condition" in body:
+                yield "Condition", body["Condition"], f"{section}/{lid}/Condition"
+            for dep in as_list(body.get("DependsOn")):
+                yield "DependsOn", dep, f"{section}/{lid}/DependsOn"
+            for key in ("Properties", "Value", "Export"):
+                if key in body:
+                    yield from references(body[key], m.defaults, f"{section}/{lid}/{key}")
+
+
+def owned(m: Model, fn: str) -> tuple[set[str], set[str]]:
+    """(resources, outputs) of `fn` this combination would create: its `owns`
+    and `outputs`, and SAM's resources generated from it (named after it)."""
+    spec = FUNCTIONS[fn]
+    res = {lid for lid in m.res if lid in spec.get("owns", []) or lid.startswith(fn)}
+    outs = {o for o in m.outputs if o in spec.get("outputs", [])}
+    return res, outs
+
+
+def combination(m: Model) -> str:
+    return " ".join(
+        f"{spec['deploy_param']}={m.defaults.params.get(spec['deploy_param'])}"
+        for spec in FUNCTIONS.values()
+        if spec.get("deploy_param")
+    )
+
+
+@check("Deploy* parameters: \"true\"/\"false\" Strings defaulting to \"true\"; every parameter in exactly one ParameterGroup", per_function=False)
+def _(m: Model) -> None:
+    params = m.t.get("Parameters", {})
+    for fn, spec in FUNCTIONS.items():
+        name = spec.get("deploy_param")
+        if name is None:
+            continue
+        p = params.get(name)
+        assert p is not None, f"no parameter {name} (switches {fn})"
+        assert p.get("Type") == "String", f"{name} Type {p.get('Type')!r}"
+        assert sorted(map(str, p.get("AllowedValues", []))) == ["false", "true"], f"{name} AllowedValues {p.get('AllowedValues')!r}"
+        assert str(p.get("Default")) == "true", f"{name} Default {p.get('Default')!r}"
+        value = m.defaults.params.get(name)
+        assert value in ("true", "false"), f"{name}={value!r} in this run: not an allowed value"
+    groups = m.t.get("Metadata", {}).get("AWS::CloudFormation::Interface", {}).get("ParameterGroups", [])
+    listed = [p for g in groups for p in g.get("Parameters", [])]
+    missing = sorted(set(params) - set(listed))
+    unknown = sorted(set(listed) - set(params))
+    twice = sorted({p for p in listed if listed.count(p) > 1})
+    assert not (missing or unknown or twice), (
+        f"Metadata AWS::CloudFormation::Interface ParameterGroups: not listed {missing}, "
+        f"not parameters {unknown}, listed twice {twice}"
+    )
+
+
+@check("each function's resources and outputs exist exactly when it is deployed; every resource belongs to one function", per_function=False)
+def _(m: Model) -> None:
+    bad = []
+    claimed: dict[str, str] = {}
+    for fn, spec in FUNCTIONS.items():
+        res, outs = owned(m, fn)
+        for lid in res:
+            if lid in claimed:
+                bad.append(f"{lid} is owned by {claimed[lid]} and {fn}")
+            claimed[lid] = fn
+        props = [(r, p) for r, p in spec.get("owned_properties", []) if p in m.res.get(r, {}).get("Properties", {})
+                 and m.props(r).get(p) is not None]
+        if m.deployed(fn):
+            lost = sorted(set(spec.get("owns", [])) - res)
+            lost_out = sorted(set(spec.get("outputs", [])) - outs)
+            lost_prop = sorted(set(map(tuple, spec.get("owned_properties", []))) - set(props))
+            if lost or lost_out or lost_prop:
+                bad.append(f"{fn} is deployed but {lost + lost_out + [f'{r}.{p}' for r, p in lost_prop]} are not")
+        else:
+            left = sorted(res) + sorted(outs) + [f"{r}.{p}" for r, p in props]
+            if left:
+                bad.append(f"{fn} is off ({spec['deploy_param']}=false) but {left} would still be created")
+    unowned = sorted(set(m.res) - set(claimed))
+    if unowned:
+        bad.append(f"resources owned by no function in FUNCTIONS: {unowned}")
+    assert not bad, f"[{combination(m)}] " + "; ".join(bad)
+
+
+@check("no Ref, GetAtt, Sub, DependsOn or condition names a resource, parameter or condition that is not in the stack", per_function=False)
+def _(m: Model) -> None:
+    params = set(m.t.get("Parameters", {}))
+    conditions = set(m.t.get("Conditions", {}))
+    bad = []
+    for kind, name, where in stack_references(m):
+        ok = {
+            "Ref": name in params or name in m.res or name in PSEUDO_PARAMETERS,
+            "GetAtt": name in m.res,
+            "DependsOn": name in m.res,
+            "Condition": name in conditions,
+        }[kind]
+        if not ok:
+            bad.append(f"{where}: {kind} {name}")
+    assert not bad, f"[{combination(m)}] dangling: " + "; ".join(bad)
+
+
+@check("a function that is off leaves its parameters unreferenced and its IAM actions ungranted (notifier off: no SSM parameter)", per_function=False)
+def _(m: Model) -> None:
+    bad = []
+    used = {name for kind, name, _ in stack_references(m) if kind == "Ref"}
+    for fn, spec in FUNCTIONS.items():
+        if m.deployed(fn):
+            continue
+        refd = sorted(set(spec.get("params", [])) & used)
+        if refd:
+            bad.append(f"{fn} is off but {refd} are referenced")
+        for src, st in m.iam_statements():
+            acts = [a for a in as_list(m.defaults.ev(st).get("Action"))
+                    if any(str(a).lower().startswith(p) for p in spec.get("action_prefixes", []))]
+            if acts:
+                bad.append(f"{fn} is off but {src} grants {acts}")
+    assert not bad, f"[{combination(m)}] " + "; ".join(bad)
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
+    if len(argv) < 2 or argv[1].startswith("-"):
         print(__doc__, file=sys.stderr)
         return 2
     with open(argv[1]) as fh:
         template = json.load(fh)
+    overrides: dict[str, str] = {}
+    for kv in argv[2:]:
+        key, sep, value = kv.partition("=")
+        if not sep or key not in template.get("Parameters", {}):
+            print(f"check_template: not Key=Value of a template parameter: {kv!r}", file=sys.stderr)
+            return 2
+        overrides[key] = value
+    stack = Model(template, overrides=overrides)
     runs: list[tuple[str, Callable[[Model], None], Model]] = []
     for name, fn, per_function in CHECKS:
         if per_function:
-            runs.extend((f"{name} [{f}]", fn, Model(template, f)) for f in FUNCTIONS)
+            runs.extend(
+                (f"{name} [{f}]", fn, Model(template, f, overrides)) for f in FUNCTIONS if stack.deployed(f)
+            )
         else:
-            runs.append((name, fn, Model(template)))
+            runs.append((name, fn, stack))
     passed = failed = 0
     for name, fn, model in runs:
         try:
@@ -740,7 +967,8 @@ def main(argv: list[str]) -> int:
         else:
             passed += 1
             print(f"PASS: {name}")
-    print(f"template policy checks: {passed} of {passed + failed} passed")
+    label = f" ({combination(stack)})" if overrides else ""
+    print(f"template policy checks{label}: {passed} of {passed + failed} passed")
     return 1 if failed else 0
 
 

@@ -4,8 +4,10 @@
 # CloudFormation cannot check QueueVisibilityTimeout >= 6 * FunctionTimeout +
 # batching window, and `sam build` does not read the parameters `sam deploy`
 # saved, so this script resolves the values that will be deployed
-# (scripts/check_deploy_params.py), refuses a bad combination, and builds for
-# the Architecture that will be deployed.
+# (scripts/check_deploy_params.py), refuses a bad combination or a value the
+# template's parameter constraints do not allow, and builds for the
+# Architecture that will be deployed. With DeployOrderNotifier=false nothing
+# here names, needs or checks the notifier's SSM parameter.
 #
 # First time (no samconfig.toml): `sam deploy --guided --no-execute-changeset`
 # asks the questions and saves the answers but deploys nothing; the answers

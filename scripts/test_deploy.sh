@@ -22,8 +22,11 @@ chmod +x "$TMP/sam"
 
 fails=0
 cases=0
+# want_out / not_out (set for one call: `want_out=TEXT run_case ...`): text the
+# run's output must / must not contain, one fixed string per line.
 run_case() {  # name, expected rc, expected calls (one per line), then env assignments
   local name=$1 want_rc=$2 want=$3; shift 3
+  local want_out=${want_out:-} not_out=${not_out:-}
   local dir="$TMP/$name"
   mkdir -p "$dir"
   cp -r template.yaml scripts "$dir/"
@@ -34,11 +37,19 @@ run_case() {  # name, expected rc, expected calls (one per line), then env assig
     bash "$dir/scripts/deploy.sh" >"$dir/out" 2>&1 || rc=$?
   local got
   got=$(cat "$dir/calls" 2>/dev/null || true)
-  if [[ $rc == "$want_rc" && "$got" == "$want" ]]; then
+  local out_ok=1
+  local line
+  while IFS= read -r line; do
+    if [[ -n "$line" ]] && ! grep -qF -- "$line" "$dir/out"; then out_ok=0; fi
+  done <<<"$want_out"
+  while IFS= read -r line; do
+    if [[ -n "$line" ]] && grep -qF -- "$line" "$dir/out"; then out_ok=0; fi
+  done <<<"$not_out"
+  if [[ $rc == "$want_rc" && "$got" == "$want" && $out_ok == 1 ]]; then
     echo "PASS: $name"
   else
     fails=$((fails + 1))
-    echo "FAIL: $name (rc $rc, want $want_rc)"
+    echo "FAIL: $name (rc $rc, want $want_rc${want_out:+; output must say: $want_out}${not_out:+; must not say: $not_out})"
     echo "  calls:"; sed 's/^/    /' <<<"$got"
     echo "  wanted:"; sed 's/^/    /' <<<"$want"
     echo "  output:"; sed 's/^/    /' "$dir/out"
@@ -49,7 +60,8 @@ B='sam build --beta-features --parameter-overrides'
 GOOD='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "Architecture=\\"x86_64\\" FunctionTimeout=\\"60\\" QueueVisibilityTimeout=\\"360\\""\n'
 BAD='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "FunctionTimeout=\\"60\\""\n'
 
-run_case first-deploy 0 "$B Architecture=arm64
+SSM_NEEDED='SSM SecureString parameter /order-consumer/notify-webhook-url'
+want_out="$SSM_NEEDED" run_case first-deploy 0 "$B Architecture=arm64
 sam deploy --guided --no-execute-changeset
 $B Architecture=x86_64
 sam deploy" STUB_SAMCONFIG="$GOOD"
@@ -77,6 +89,21 @@ later() {  # name, rc, calls, samconfig, env...
 }
 later later-deploy 0 "$B Architecture=x86_64
 sam deploy" "$GOOD"
+
+# Without the notifier nothing names, needs or checks the SSM parameter: the
+# deploy goes through and says so (given on the command line, and saved).
+want_out='no SSM parameter is needed' not_out="$SSM_NEEDED" \
+  run_case first-deploy-notifier-off 0 "$B Architecture=arm64
+sam deploy --guided --no-execute-changeset --parameter-overrides DeployOrderNotifier=false
+sam deploy" PARAMS="DeployOrderNotifier=false" \
+  STUB_SAMCONFIG='version = 0.1\n[default.deploy.parameters]\nparameter_overrides = "DeployOrderNotifier=\\"false\\""\n'
+OFF='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "DeployOrderNotifier=\\"false\\" DeployPaymentLedger=\\"false\\""\n'
+want_out='functions deployed: order-consumer' not_out="$SSM_NEEDED
+payment-ledger" later later-deploy-both-off 0 "$B Architecture=arm64
+sam deploy" "$OFF"
+# CloudFormation's AllowedValues are case-sensitive: refused before the build.
+want_out="DeployOrderNotifier='False' is not one of" \
+  run_case first-deploy-bad-deploy-flag 1 "" PARAMS="DeployOrderNotifier=False"
 later later-deploy-bad-saved 1 "" "$BAD"
 later later-deploy-params-replace-saved 0 "$B Architecture=arm64
 sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \
