@@ -181,6 +181,11 @@ impl Handler for ReservationHandler {
                 .update_expression("SET #st = :to, sku = :sku, quantity = :qty")
                 .expression_attribute_values(":sku", s(sku.as_str()))
                 .expression_attribute_values(":qty", n(*qty)),
+            // `parse` gives every request its stock.
+            (Kind::Requested, None) => {
+                let sku = ParseError::MissingField { path: "sku".into() };
+                return ReservationOutcome::invalid(sku);
+            }
             (Kind::Confirmed, _) => {
                 update.expression_attribute_values(":requested", s("REQUESTED"))
             }
