@@ -664,7 +664,7 @@ def _(m: Model) -> None:
         return
     fn = m.function()
     env = m.props(fn).get("Environment", {}).get("Variables", {})
-    # src/metrics.rs: namespace METRICS_NAMESPACE, one dimension
+    # src/core/metrics.rs: namespace METRICS_NAMESPACE, one dimension
     # FunctionName = AWS_LAMBDA_FUNCTION_NAME, i.e. the function's Ref.
     namespace = env.get("METRICS_NAMESPACE")
     assert isinstance(namespace, str), f"METRICS_NAMESPACE is {namespace!r}, not a literal"
