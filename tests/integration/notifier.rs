@@ -9,6 +9,7 @@ use std::time::Duration;
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
 use order_consumer::core::batch::{BatchError, Verdict};
+use order_consumer::core::time::epoch_ms;
 use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
 use order_consumer::notifier::url::{URL_VAR, WebhookUrl};
@@ -369,13 +370,6 @@ fn a_record_that_is_not_an_order_change_is_invalid_alone() {
     for r in &event.records {
         assert!(order_consumer::notifier::parse_change(r).is_err());
     }
-}
-
-fn epoch_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 /// The whole path: the order consumer applies events (shuffled, with
