@@ -7,18 +7,19 @@
 //! This is a benchmark, not a test: it asserts only that the work it timed
 //! was the work intended (every message applied), never a speed.
 
-use std::io::{BufRead, BufReader, Read, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
+use order_consumer::core::time::epoch_ms;
 use order_consumer::orders::domain::{Outcome, classify_refusal};
 use order_consumer::orders::event::parse_body;
 use order_consumer::orders::store::OrderStore;
+use order_consumer::testing::runtime_api::{self, Invocation, Reply, RuntimeApi};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use order_consumer::testing::*;
 
@@ -290,85 +291,7 @@ fn cpu_per_message(r: &mut Report) {
     ));
 }
 
-// ---- the release binary under a minimal Lambda Runtime API -----------------
-
-/// What the Runtime API saw, in order.
-enum Seen {
-    Next(Instant),
-    Response(Instant, String),
-}
-
-/// Serve one invocation (`event`) to whoever polls, report what happens.
-fn runtime_api(event: String, deadline_ms: u64) -> (String, mpsc::Receiver<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut served = false;
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let tx = tx.clone();
-            let give = if served { None } else { Some(event.clone()) };
-            served = true;
-            std::thread::spawn(move || serve_conn(stream, give, deadline_ms, tx));
-        }
-    });
-    (addr, rx)
-}
-
-fn serve_conn(
-    stream: TcpStream,
-    mut event: Option<String>,
-    deadline_ms: u64,
-    tx: mpsc::Sender<Seen>,
-) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-    let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut len = 0usize;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h == "\r\n" {
-                break;
-            }
-            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                len = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0u8; len];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        if line.starts_with("GET") && line.contains("/invocation/next") {
-            let _ = tx.send(Seen::Next(Instant::now()));
-            let Some(ev) = event.take() else {
-                // Nothing more to invoke: hold the poll until the process is killed.
-                std::thread::sleep(Duration::from_secs(3600));
-                return;
-            };
-            let resp = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nLambda-Runtime-Aws-Request-Id: req-1\r\nLambda-Runtime-Deadline-Ms: {deadline_ms}\r\nLambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-east-1:111122223333:function:order-consumer\r\nLambda-Runtime-Trace-Id: Root=1-00000000-000000000000000000000000\r\nContent-Length: {}\r\n\r\n{ev}",
-                ev.len()
-            );
-            let _ = out.write_all(resp.as_bytes());
-        } else {
-            if line.contains("/response") || line.contains("/error") {
-                let _ = tx.send(Seen::Response(
-                    Instant::now(),
-                    String::from_utf8_lossy(&body).into_owned(),
-                ));
-            }
-            let _ = out.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\n{}");
-        }
-    }
-}
+// ---- the release binary under the Lambda Runtime API emulator ---------------
 
 struct Run {
     to_first_poll: Duration,
@@ -377,19 +300,22 @@ struct Run {
     response: String,
 }
 
-fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -> Run {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64;
-    let (api, rx) = runtime_api(
-        serde_json::to_string(event).expect("event json"),
-        now_ms + 300_000,
-    );
+/// Cold-start `bin` under the library's Runtime API emulator (the one the
+/// reliability suite runs it under) and hand it one invocation, `event`.
+async fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -> Run {
+    let api = RuntimeApi::start().await;
+    let (reply, answered) = oneshot::channel();
+    api.submit(Invocation {
+        request_id: runtime_api::new_request_id(),
+        payload: Arc::new(serde_json::to_vec(event).expect("event json")),
+        deadline_ms: epoch_ms() + 300_000,
+        reply,
+    })
+    .await;
     let spawned = Instant::now();
     let mut child: Child = Command::new(bin)
         .env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", &api)
+        .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
         .env("TABLE_NAME", table)
         .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
         .env("AWS_REGION", "us-east-1")
@@ -404,17 +330,20 @@ fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -> Run 
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn the release binary");
-    let mut first_poll = None;
-    let (to_response, response) = loop {
-        match rx
-            .recv_timeout(Duration::from_secs(300))
-            .expect("the function answered")
-        {
-            Seen::Next(t) => {
-                first_poll.get_or_insert(t);
-            }
-            Seen::Response(t, body) => break (t - spawned, body),
-        }
+    let reply = tokio::time::timeout(Duration::from_secs(300), answered)
+        .await
+        .expect("the function answered within 300 s")
+        .expect("the function answered (the runtime API kept the invocation)");
+    // Taken as the emulator hands the answer over: a channel hop after it
+    // arrived, microseconds against the milliseconds measured.
+    let to_response = spawned.elapsed();
+    let response = match reply {
+        Reply::Response { body, .. } => String::from_utf8_lossy(&body).into_owned(),
+        Reply::Error {
+            error_type,
+            error_message,
+            ..
+        } => format!("invocation error {error_type}: {error_message}"),
     };
     let peak_rss_kib = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
         .ok()
@@ -428,7 +357,10 @@ fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -> Run 
     let _ = child.kill();
     let _ = child.wait();
     Run {
-        to_first_poll: first_poll.map(|t| t - spawned).unwrap_or_default(),
+        to_first_poll: api
+            .first_poll()
+            .map(|t| t.saturating_duration_since(spawned))
+            .unwrap_or_default(),
         to_response,
         peak_rss_kib,
         response,
@@ -476,15 +408,7 @@ async fn process_figures(r: &mut Report) {
         let mut responses = Vec::new();
         for _ in 0..RUNS {
             let db = TestDb::new().await;
-            let endpoint = db.endpoint().to_owned();
-            let table = db.table.clone();
-            let run = tokio::task::spawn_blocking({
-                let bin = bin.clone();
-                let small = small.clone();
-                move || run_binary(&bin, &endpoint, &table, &small)
-            })
-            .await
-            .expect("run");
+            let run = run_binary(bin, db.endpoint(), &db.table, &small).await;
             assert!(
                 run.response.contains("batchItemFailures"),
                 "unexpected answer: {}",
@@ -494,15 +418,7 @@ async fn process_figures(r: &mut Report) {
             responses.push(run.to_response.as_secs_f64() * 1e3);
         }
         let db = TestDb::new().await;
-        let endpoint = db.endpoint().to_owned();
-        let table = db.table.clone();
-        let big_run = tokio::task::spawn_blocking({
-            let bin = bin.clone();
-            let big = big.clone();
-            move || run_binary(&bin, &endpoint, &table, &big)
-        })
-        .await
-        .expect("run");
+        let big_run = run_binary(bin, db.endpoint(), &db.table, &big).await;
         assert_eq!(
             serde_json::from_str::<Value>(&big_run.response)
                 .ok()

@@ -2,7 +2,12 @@
 //! benches and examples enable; the Lambda binaries never build it): a real
 //! DynamoDB-compatible server per test, SQS records shaped as Lambda sends
 //! them, item inspection, a local notification provider ([`provider`]) and
-//! stream records ([`stream_records`]).
+//! stream records ([`stream_records`]). For running and breaking things as
+//! Lambda and the network would: a Lambda Runtime API emulator
+//! ([`runtime_api`]), a fault-injecting proxy that is also a faulty DynamoDB
+//! ([`proxy`]), the one HTTP/1.1 reader all these local servers share
+//! ([`http1`]) and a seeded RNG ([`rng`]). One of each, so that what the
+//! tests, the reliability suite and the benchmark exercise is the same thing.
 //!
 //! By default each test starts its own in-process dynoxide server on
 //! 127.0.0.1 port 0 and creates a fresh, uniquely named table. Set
@@ -13,7 +18,11 @@
 // Test support reports on stderr what it could not clean up.
 #![allow(clippy::print_stderr)]
 
+pub mod http1;
 pub mod provider;
+pub mod proxy;
+pub mod rng;
+pub mod runtime_api;
 pub mod stream_records;
 pub mod tables;
 
@@ -95,11 +104,16 @@ pub fn unreachable_consumer() -> OrderFunction {
 
 /// Start an in-process dynoxide server on an ephemeral port; returns its URL.
 pub async fn start_dynoxide() -> String {
+    serve_dynoxide(dynoxide::Database::memory().expect("in-memory dynoxide")).await
+}
+
+/// Serve `db` over HTTP on an ephemeral port; returns its URL. For a test
+/// that keeps the database handle, e.g. to read its streams.
+pub async fn serve_dynoxide(db: dynoxide::Database) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("local addr");
-    let db = dynoxide::Database::memory().expect("in-memory dynoxide");
     tokio::spawn(dynoxide::server::serve_on(listener, db));
     format!("http://{addr}")
 }

@@ -2,14 +2,16 @@
 //! 127.0.0.1:0 that deduplicates by `Idempotency-Key` like a Stripe-style
 //! API (the first request with a key is accepted, later ones get the same
 //! answer and change nothing), counts what it accepted, and can be told to
-//! fail (an HTTP status), to redirect to itself, or to hang.
+//! fail (an HTTP status), to redirect to itself, or to hang. It reads
+//! requests with the shared [`super::http1`] reader.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use super::http1::{self, Reader};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -97,14 +99,11 @@ impl Provider {
             .unwrap_or(0)
     }
 
-    async fn serve(&self, mut sock: TcpStream) {
-        let mut buf = Vec::new();
-        loop {
-            let Some(head) = read_request(&mut sock, &mut buf).await else {
-                return;
-            };
-            let key = header(&head, "idempotency-key");
-            let method = head.split_whitespace().next().unwrap_or("").to_owned();
+    async fn serve(&self, sock: TcpStream) {
+        let mut conn = Reader::new(sock);
+        while let Ok(Some(req)) = conn.read_message().await {
+            let key = req.header("idempotency-key").map(str::to_owned);
+            let method = req.request_line().0.to_owned();
             let mode = *self.mode.lock().unwrap();
             let status = {
                 let mut st = self.state.lock().unwrap();
@@ -131,66 +130,14 @@ impl Provider {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
             };
-            let body = r#"{"ok":true}"#;
-            let location = match mode {
-                Mode::Redirect(_) => format!("Location: {}\r\n", self.url),
-                _ => String::new(),
-            };
-            let resp = format!(
-                "HTTP/1.1 {status} X\r\n{location}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            if sock.write_all(resp.as_bytes()).await.is_err() {
+            let mut headers = vec![("Content-Type", "application/json".to_owned())];
+            if let Mode::Redirect(_) = mode {
+                headers.push(("Location", self.url.clone()));
+            }
+            let resp = http1::response(status, "X", &headers, br#"{"ok":true}"#);
+            if http1::write_all(conn.get_mut(), &resp).await.is_err() {
                 return;
             }
         }
     }
-}
-
-/// Read one HTTP/1.1 request from `sock` (its head, then Content-Length
-/// bytes of body) and return the head; None when the connection ends.
-/// `buf` carries bytes already read past the request over to the next call.
-pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
-    read_request_with_body(sock, buf)
-        .await
-        .map(|(head, _)| head)
-}
-
-/// [`read_request`], keeping the body.
-pub async fn read_request_with_body(
-    sock: &mut TcpStream,
-    buf: &mut Vec<u8>,
-) -> Option<(String, Vec<u8>)> {
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-        match sock.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len: usize = header(&head, "content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        match sock.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let body = buf.drain(..head_end + len).skip(head_end).collect();
-    Some((head, body))
-}
-
-/// A header's value, by case-insensitive name.
-pub fn header(head: &str, name: &str) -> Option<String> {
-    head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.trim()
-            .eq_ignore_ascii_case(name)
-            .then(|| v.trim().to_owned())
-    })
 }

@@ -1,12 +1,11 @@
 //! DynamoDB failures the function must report as failures, never acknowledge.
 //!
-//! A tiny HTTP server stands in for DynamoDB and answers every request with
-//! the same error, as DynamoDB would put it on the wire. The SDK parses those
-//! responses itself, so this exercises the real error mapping, retries and
-//! timeouts (it is a faulty server, not a mock of the SDK).
+//! The fault proxy with nothing behind it ([`FaultProxy::answering`]) stands
+//! in for DynamoDB and answers every request with the same error, as
+//! DynamoDB would put it on the wire. The SDK parses those responses itself,
+//! so this exercises the real error mapping, retries and timeouts (it is a
+//! faulty server, not a mock of the SDK).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use order_consumer::core::batch::BatchError;
@@ -14,100 +13,18 @@ use order_consumer::core::error::StoreError;
 use order_consumer::core::outcome::{Skip, Unsettled};
 use order_consumer::orders::domain::Outcome;
 use order_consumer::orders::store::OrderStore;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use order_consumer::testing::proxy::{Fault, FaultProxy};
 use tokio::time::Instant;
 
-use order_consumer::testing::provider::read_request;
 use order_consumer::testing::*;
-
-#[derive(Clone, Copy)]
-pub enum Fault {
-    /// Answer with this HTTP status and DynamoDB error type.
-    Error(u16, &'static str),
-    /// Answer with this HTTP status and this exact JSON error body.
-    Body(u16, &'static str),
-    /// Accept the request and never answer.
-    Hang,
-    /// Answer by operation (the `X-Amz-Target` suffix): (operation, HTTP
-    /// status, exact JSON body); other operations get a 400 ValidationException.
-    ByOperation(&'static [(&'static str, u16, &'static str)]),
-}
-
-/// What the faulty server answers to a request with this head; None: hang.
-fn answer(fault: Fault, head: &str) -> Option<(u16, String)> {
-    let error = |kind: &str| {
-        format!(
-            r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected {kind}"}}"#
-        )
-    };
-    match fault {
-        Fault::Hang => None,
-        Fault::Body(status, body) => Some((status, body.to_owned())),
-        Fault::Error(status, kind) => Some((status, error(kind))),
-        Fault::ByOperation(routes) => {
-            let op = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.trim()
-                        .eq_ignore_ascii_case("x-amz-target")
-                        .then(|| v.trim())
-                })
-                .and_then(|t| t.rsplit('.').next())
-                .unwrap_or("");
-            Some(
-                routes
-                    .iter()
-                    .find(|(o, _, _)| *o == op)
-                    .map(|(_, status, body)| (*status, (*body).to_owned()))
-                    .unwrap_or_else(|| (400, error("ValidationException"))),
-            )
-        }
-    }
-}
-
-/// Serve `fault` on 127.0.0.1:0; returns the URL and a request counter.
-pub async fn faulty_dynamodb(fault: Fault) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let count = Arc::new(AtomicUsize::new(0));
-    let counter = count.clone();
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let counter = counter.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                loop {
-                    let Some(head) = read_request(&mut sock, &mut buf).await else {
-                        return;
-                    };
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    let Some((status, body)) = answer(fault, &head) else {
-                        tokio::time::sleep(Duration::from_secs(3600)).await;
-                        return;
-                    };
-                    let resp = format!(
-                        "HTTP/1.1 {status} Injected\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: test\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if sock.write_all(resp.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (url, count)
-}
 
 async fn run_against(
     fault: Fault,
     deadline: Instant,
-) -> (Vec<Outcome>, Result<Vec<String>, BatchError>, usize) {
-    let (url, count) = faulty_dynamodb(fault).await;
+) -> (Vec<Outcome>, Result<Vec<String>, BatchError>, u64) {
+    let server = FaultProxy::answering(fault).await;
     let c = consumer_with(
-        OrderStore::new(client_for(&url), "orders"),
+        OrderStore::new(client_for(&server.url()), "orders"),
         &[("DEADLINE_MARGIN_MS", "200")],
     );
     let event = batch_of(&[
@@ -119,7 +36,7 @@ async fn run_against(
     (
         outcomes,
         response.map(|r| failed_ids(&r)),
-        count.load(Ordering::SeqCst),
+        server.requests(),
     )
 }
 
@@ -131,7 +48,7 @@ async fn throttling_is_retried_then_reported() {
         "RequestLimitExceeded",
     ] {
         let (outcomes, response, requests) =
-            run_against(Fault::Error(400, kind), far_deadline()).await;
+            run_against(Fault::Throttle(kind), far_deadline()).await;
         for o in &outcomes {
             assert_eq!(
                 *o,
@@ -149,8 +66,13 @@ async fn throttling_is_retried_then_reported() {
 
 #[tokio::test]
 async fn server_errors_are_retried_then_reported() {
-    let (outcomes, response, requests) =
-        run_against(Fault::Error(500, "InternalServerError"), far_deadline()).await;
+    let (outcomes, response, requests) = run_against(
+        Fault::Http500 {
+            after_forward: false,
+        },
+        far_deadline(),
+    )
+    .await;
     assert!(
         outcomes.iter().all(|o| matches!(
             o,

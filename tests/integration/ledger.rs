@@ -12,7 +12,7 @@ use order_consumer::ledger::{LedgerFunction, LedgerOutcome};
 
 use serde_json::json;
 
-use crate::faults::{Fault, faulty_dynamodb};
+use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::*;
 
 #[tokio::test]
@@ -336,12 +336,12 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
     const CANCELLED: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Message":"The conditional request failed","Item":{"account_id":{"S":"a1"},"currency":{"S":"INR"},"balance":{"N":"500"},"entry_count":{"N":"1"}}}]}"#;
     const PUT_FAILS: &str =
         r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected"}"#;
-    let (url, requests) = faulty_dynamodb(Fault::ByOperation(&[
-        ("TransactWriteItems", 400, CANCELLED),
-        ("PutItem", 500, PUT_FAILS),
+    let server = FaultProxy::answering(Fault::ByOperation(&[
+        ("TransactWriteItems", Fault::Body(400, CANCELLED)),
+        ("PutItem", Fault::Body(500, PUT_FAILS)),
     ]))
     .await;
-    let l = LedgerFunction::new(client_for(&url), test_ledger_config());
+    let l = LedgerFunction::new(client_for(&server.url()), test_ledger_config());
     let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
     let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
     assert_eq!(
@@ -354,7 +354,7 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
     assert!(response.is_err(), "acknowledged without a suspense entry");
     // One cancelled transaction (not retried by the SDK), then the Put's
     // three attempts.
-    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 4);
+    assert_eq!(server.requests(), 4);
 }
 
 #[tokio::test]
@@ -400,8 +400,8 @@ async fn invalid_bodies_fail_alone() {
 #[tokio::test]
 async fn a_transaction_conflict_is_a_retryable_failure() {
     const BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}"#;
-    let (url, requests) = faulty_dynamodb(Fault::Body(400, BODY)).await;
-    let l = LedgerFunction::new(client_for(&url), test_ledger_config());
+    let server = FaultProxy::answering(Fault::Body(400, BODY)).await;
+    let l = LedgerFunction::new(client_for(&server.url()), test_ledger_config());
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500), invalid_body()]),
@@ -419,13 +419,13 @@ async fn a_transaction_conflict_is_a_retryable_failure() {
         failed_ids(&response.expect("partial response")),
         ["m-0", "m-1"]
     );
-    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(server.requests(), 1);
 }
 
 #[tokio::test]
 async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocation() {
-    let (url, requests) = faulty_dynamodb(Fault::Error(400, "ThrottlingException")).await;
-    let l = LedgerFunction::new(client_for(&url), test_ledger_config());
+    let server = FaultProxy::answering(Fault::Throttle("ThrottlingException")).await;
+    let l = LedgerFunction::new(client_for(&server.url()), test_ledger_config());
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500)]),
@@ -437,11 +437,7 @@ async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocat
         LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Throttled { .. }))
     ));
     assert!(response.is_err(), "every record failed on DynamoDB");
-    assert_eq!(
-        requests.load(std::sync::atomic::Ordering::SeqCst),
-        3,
-        "the SDK's 3 attempts"
-    );
+    assert_eq!(server.requests(), 3, "the SDK's 3 attempts");
     let d = response.unwrap_err().diagnostic("PaymentLedger");
     assert_eq!(d.error_type, "PaymentLedger.DependencyOutage");
 }

@@ -11,10 +11,9 @@ use order_consumer::notifier::url::{PARAMETER_VAR, WebhookUrlError, read_paramet
 use serde_json::{Value, json};
 use std::io::Read;
 
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use order_consumer::testing::provider::{header, read_request_with_body};
+use order_consumer::testing::http1::{self, Reader};
 
 /// (X-Amz-Target, JSON body) of one request.
 type Request = (Option<String>, Value);
@@ -40,15 +39,14 @@ impl FakeSsm {
         };
         let requests = fake.requests.clone();
         tokio::spawn(async move {
-            while let Ok((mut sock, _)) = listener.accept().await {
+            while let Ok((sock, _)) = listener.accept().await {
                 let requests = requests.clone();
                 let parameter = parameter.clone();
                 tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    while let Some((head, body)) = read_request_with_body(&mut sock, &mut buf).await
-                    {
-                        let target = header(&head, "x-amz-target");
-                        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let mut conn = Reader::new(sock);
+                    while let Ok(Some(req)) = conn.read_message().await {
+                        let target = req.header("x-amz-target").map(str::to_owned);
+                        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
                         let asked = body["Name"].as_str().unwrap_or("").to_owned();
                         requests.lock().unwrap().push((target, body));
                         let (status, answer) = match &parameter {
@@ -59,13 +57,16 @@ impl FakeSsm {
                             ),
                             _ => (400, json!({"__type": "ParameterNotFound", "message": ""})),
                         };
-                        let answer = answer.to_string();
-                        let resp = format!(
-                            "HTTP/1.1 {status} X\r\nContent-Type: application/x-amz-json-1.1\r\n\
-                             x-amzn-RequestId: test\r\nContent-Length: {}\r\n\r\n{answer}",
-                            answer.len()
+                        let resp = http1::response(
+                            status,
+                            "X",
+                            &[
+                                ("Content-Type", "application/x-amz-json-1.1".into()),
+                                ("x-amzn-RequestId", "test".into()),
+                            ],
+                            answer.to_string().as_bytes(),
                         );
-                        if sock.write_all(resp.as_bytes()).await.is_err() {
+                        if http1::write_all(conn.get_mut(), &resp).await.is_err() {
                             return;
                         }
                     }

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::Client;
 use order_consumer::orders::store::OrderStore;
 use serde_json::{Value, json};
 
-use order_consumer::testing::client_for;
+use order_consumer::testing::{client_for, serve_dynoxide};
 
 pub struct StreamDb {
     db: dynoxide::Database,
@@ -20,12 +20,8 @@ impl StreamDb {
     /// Always the in-process dynoxide: reading a stream needs the Streams
     /// API, which this project does not link an SDK for.
     pub async fn new() -> StreamDb {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let db = dynoxide::Database::memory().expect("in-memory dynoxide");
-        tokio::spawn(dynoxide::server::serve_on(listener, db.clone()));
+        let url = serve_dynoxide(db.clone()).await;
         let client = client_for(&url);
         let table = "orders".to_owned();
         order_consumer::testing::create_streamed_orders_table(&client, &table)

@@ -18,9 +18,9 @@ use crate::db::Db;
 use crate::harness::{Harness, drain_overlapping};
 use crate::model::{Lifecycle, Workload, ack_audit, assert_no_violations};
 use crate::naive::NaiveFunction;
-use crate::proxy::Fault;
 use crate::sqs::{Queue, QueueConfig};
-use crate::util::Rng;
+use order_consumer::testing::proxy::Fault;
+use order_consumer::testing::rng::Rng;
 
 const COPIES: usize = 4;
 const ORDERS: usize = 12;

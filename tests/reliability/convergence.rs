@@ -20,7 +20,8 @@ use proptest::test_runner::{TestCaseError, TestRunner};
 use crate::harness::{Harness, proptest_config, runtime};
 use crate::model::{Lifecycle, Order, Workload, ack_audit};
 use crate::sqs::{DrainOpts, Pick, Queue, QueueConfig, drain};
-use crate::util::{Rng, env_usize};
+use crate::util::env_usize;
+use order_consumer::testing::rng::Rng;
 
 #[derive(Debug, Clone)]
 pub struct Case {

@@ -14,9 +14,9 @@ use tokio::time::Instant;
 use crate::function::{Function, InvokeResult};
 use crate::harness::Harness;
 use crate::model::{Lifecycle, Workload, ack_audit, assert_no_violations};
-use crate::proxy::Fault;
 use crate::sqs::{DrainOpts, Queue, QueueConfig, drain};
-use crate::util::Rng;
+use order_consumer::testing::proxy::Fault;
+use order_consumer::testing::rng::Rng;
 
 const KILLS: u64 = 6;
 

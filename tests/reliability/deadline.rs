@@ -16,8 +16,8 @@ use serde_json::Value;
 use crate::function::{Function, InvokeResult};
 use crate::harness::Harness;
 use crate::model::{Lifecycle, Order, Workload};
-use crate::proxy::Fault;
 use crate::sqs::{Batch, DrainOpts, Queue, QueueConfig, drain};
+use order_consumer::testing::proxy::Fault;
 
 const DEADLINE: Duration = Duration::from_millis(1500);
 

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use crate::harness::Harness;
 use crate::model::{Lifecycle, Workload, ack_audit, assert_no_violations};
-use crate::proxy::Fault;
 use crate::sqs::{DrainOpts, Queue, QueueConfig, drain};
-use crate::util::Rng;
+use order_consumer::testing::proxy::Fault;
+use order_consumer::testing::rng::Rng;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_acknowledged_without_its_effect_and_redelivery_converges_after_faults() {

@@ -20,8 +20,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, oneshot};
 
-use crate::runtime_api::{self, Invocation, Reply, RuntimeApi};
-use crate::util::epoch_ms;
+use order_consumer::core::time::epoch_ms;
+use order_consumer::testing::runtime_api::{self, Invocation, Reply, RuntimeApi};
 
 /// How one invocation ended, as the event source mapping sees it.
 #[derive(Debug, Clone)]

@@ -9,9 +9,10 @@ use proptest::test_runner::{Config, FileFailurePersistence};
 
 use crate::db::Db;
 use crate::function::{FnConfig, Function, InvokeResult, LambdaEnv};
-use crate::proxy::FaultProxy;
 use crate::sqs::{Audit, Queue};
-use crate::util::{Rng, env_usize};
+use crate::util::env_usize;
+use order_consumer::testing::proxy::FaultProxy;
+use order_consumer::testing::rng::Rng;
 
 pub struct Harness {
     pub db: Arc<Db>,

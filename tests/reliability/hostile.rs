@@ -657,7 +657,7 @@ fn malformed_sqs_events_never_panic_and_never_lose_a_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_10000_records_completes() {
     use crate::model::{Lifecycle, Order, Workload};
-    use crate::util::Rng;
+    use order_consumer::testing::rng::Rng;
     let h = Harness::start(1, 10, |c| c).await;
     let mut rng = Rng::new(10);
     // 2,000 whole lifecycles (8,000 events), 1,000 duplicates, 1,000 bad

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::function::ledger_binary_path;
 use crate::harness::{Harness, proptest_config, runtime};
 use crate::sqs::{Audit, DrainOpts, Queue, QueueConfig, Settled, drain};
-use crate::util::Rng;
+use order_consumer::testing::rng::Rng;
 
 #[derive(Debug, Clone)]
 struct Case {

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use crate::harness::Harness;
 use crate::model::{Lifecycle, Order, Workload};
 use crate::sqs::{DrainOpts, Pick, Queue, QueueConfig, drain};
-use crate::util::{Rng, env_usize};
+use crate::util::env_usize;
+use order_consumer::testing::rng::Rng;
 
 const FUNCTIONS: usize = 4;
 

@@ -7,21 +7,20 @@
 //! Needs `target/release/order-consumer` (or `ORDER_CONSUMER_BIN`):
 //! `cargo build --release --bin order-consumer`. See docs/reliability.md.
 //!
-//! Harness: `runtime_api` (Lambda Runtime API emulator), `function` (the
-//! binary as an execution environment), `sqs` (queue + event source
-//! mapping), `proxy` (faults), `db` (dynoxide), `model` (workloads and the
-//! oracle), `naive` (a check-then-act consumer the assertions must catch).
+//! Harness: `function` (the binary as an execution environment, under the
+//! library's Runtime API emulator, `order_consumer::testing::runtime_api`),
+//! `sqs` (queue + event source mapping), `db` (dynoxide), `model`
+//! (workloads and the oracle), `naive` (a check-then-act consumer the
+//! assertions must catch); the faults come from the library's proxy,
+//! `order_consumer::testing::proxy`.
 //! Tests: `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
 //! `hostile`, `load`, and `ledger` (the payment-ledger binary).
 
 mod db;
 mod function;
 mod harness;
-mod http1;
 mod model;
 mod naive;
-mod proxy;
-mod runtime_api;
 mod sqs;
 mod util;
 

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::db::{Db, Item};
 use crate::sqs::{Audit, Queue, Settled};
-use crate::util::Rng;
+use order_consumer::testing::rng::Rng;
 
 /// The valid event streams an order can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

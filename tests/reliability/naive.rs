@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::Barrier;
 
 use crate::function::{Function, InvokeResult};
-use crate::util::epoch_ms;
+use order_consumer::core::time::epoch_ms;
 
 pub struct NaiveFunction {
     pub client: Client,

@@ -26,7 +26,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::function::{Function, InvokeResult};
-use crate::util::{Rng, epoch_ms, md5_hex};
+use crate::util::md5_hex;
+use order_consumer::core::time::epoch_ms;
+use order_consumer::testing::rng::Rng;
 
 pub const QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:111122223333:order-events";
 

@@ -1,14 +1,6 @@
-//! Small helpers: wall-clock milliseconds, a seeded RNG (so a proptest case
-//! replays the same simulator decisions), MD5 for `md5OfBody`, env knobs.
-
-use std::time::{SystemTime, UNIX_EPOCH};
-
-pub fn epoch_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+//! Small helpers of this suite only: MD5 for `md5OfBody`, env knobs, the
+//! proptest verdict. The clock (`order_consumer::core::time::epoch_ms`) and
+//! the seeded RNG (`order_consumer::testing::rng`) are the library's.
 
 /// An integer from the environment, or `default`.
 pub fn env_usize(var: &str, default: usize) -> usize {
@@ -19,61 +11,6 @@ pub fn env_usize(var: &str, default: usize) -> usize {
             .parse()
             .unwrap_or_else(|_| panic!("{var}={v:?} is not a non-negative integer")),
         _ => default,
-    }
-}
-
-/// SplitMix64: tiny, seedable, good enough to drive a simulator.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-
-    pub fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo {
-            lo
-        } else {
-            lo + self.next_u64() % (hi - lo + 1)
-        }
-    }
-
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, self.below(i + 1));
-        }
-    }
-
-    /// An SQS-style message id (a UUID v4 shape).
-    pub fn uuid(&mut self) -> String {
-        let a = self.next_u64();
-        let b = self.next_u64();
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            0x8000 | ((b >> 48) & 0x3fff),
-            b & 0xffff_ffff_ffff
-        )
     }
 }
 

@@ -1,7 +1,15 @@
-//! Just enough HTTP/1.1 for the Runtime API emulator and the fault proxy:
-//! read one message (request or response) with a Content-Length or chunked
-//! body, keep the raw bytes so a proxy can forward them untouched, and write
-//! simple responses. Bounded: headers at most 64 KiB, bodies at most 64 MiB.
+//! Just enough HTTP/1.1 for the local servers of the test support: the
+//! Runtime API emulator ([`super::runtime_api`]), the fault proxy
+//! ([`super::proxy`]), the notification provider ([`super::provider`]) and
+//! the tests' own small fakes (SSM). One reader for all of them, so that
+//! keep-alive, chunked bodies and the bounds are handled once, and correctly,
+//! instead of by a copy per server that each get a little wrong.
+//!
+//! It reads one message (request or response) with a Content-Length or
+//! chunked body, keeps the raw bytes so a proxy can forward them untouched,
+//! and writes simple responses. Bounded: headers at most 64 KiB, bodies at
+//! most 64 MiB, a write at most 30 s, so a hostile or stuck peer fails a test
+//! instead of wedging it.
 
 use std::time::Duration;
 
@@ -24,6 +32,7 @@ pub struct Message {
 }
 
 impl Message {
+    /// A header's value; `name` is lower case.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -37,20 +46,21 @@ impl Message {
         (it.next().unwrap_or(""), it.next().unwrap_or(""))
     }
 
+    /// `Connection: close`: the peer ends the connection after this message.
     pub fn wants_close(&self) -> bool {
         self.header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"))
     }
 }
 
-/// A buffered reader over a socket half that can read consecutive messages
-/// (keep-alive) without losing bytes between them.
+/// A buffered reader over a socket (or a socket half) that can read
+/// consecutive messages (keep-alive) without losing bytes between them.
 pub struct Reader<R> {
     inner: R,
     buf: Vec<u8>,
 }
 
-impl<R: AsyncRead + Unpin> Reader<R> {
+impl<R> Reader<R> {
     pub fn new(inner: R) -> Self {
         Self {
             inner,
@@ -58,6 +68,14 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
+    /// The socket itself, to write answers on a whole `TcpStream` (the
+    /// buffer holds only bytes read, so writing through it loses nothing).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+}
+
+impl<R: AsyncRead + Unpin> Reader<R> {
     async fn fill(&mut self) -> std::io::Result<bool> {
         let mut chunk = [0u8; 16 * 1024];
         let n = self.inner.read(&mut chunk).await?;
@@ -126,14 +144,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         let mut pos = start;
         let mut body = Vec::new();
         loop {
-            let line_end = loop {
-                if let Some(p) = find(&self.buf[pos..], b"\r\n") {
-                    break pos + p;
-                }
-                if !self.fill().await? {
-                    return Err(std::io::ErrorKind::UnexpectedEof.into());
-                }
-            };
+            let line_end = self.line_end(pos).await?;
             let size_txt = String::from_utf8_lossy(&self.buf[pos..line_end]).into_owned();
             let size = usize::from_str_radix(size_txt.split(';').next().unwrap_or("").trim(), 16)
                 .map_err(|_| invalid("bad chunk size"))?;
@@ -141,14 +152,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             if size == 0 {
                 // Trailers until an empty line.
                 loop {
-                    let end = loop {
-                        if let Some(p) = find(&self.buf[pos..], b"\r\n") {
-                            break pos + p;
-                        }
-                        if !self.fill().await? {
-                            return Err(std::io::ErrorKind::UnexpectedEof.into());
-                        }
-                    };
+                    let end = self.line_end(pos).await?;
                     let empty = end == pos;
                     pos = end + 2;
                     if empty {
@@ -166,6 +170,22 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             }
             body.extend_from_slice(&self.buf[pos..pos + size]);
             pos += size + 2;
+        }
+    }
+
+    /// The offset of the CRLF that ends the line starting at `pos`, reading
+    /// until it arrives (a chunk-size or trailer line, at most 64 KiB).
+    async fn line_end(&mut self, pos: usize) -> std::io::Result<usize> {
+        loop {
+            if let Some(p) = find(&self.buf[pos..], b"\r\n") {
+                return Ok(pos + p);
+            }
+            if self.buf.len() - pos > MAX_HEAD {
+                return Err(invalid("HTTP chunk line too long"));
+            }
+            if !self.fill().await? {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
         }
     }
 }
@@ -190,6 +210,7 @@ pub fn response(status: u16, reason: &str, headers: &[(&str, String)], body: &[u
     bytes
 }
 
+/// Write `bytes` and flush, failing after 30 s.
 pub async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::io::Result<()> {
     // A peer that stops reading must not wedge a test forever.
     tokio::time::timeout(Duration::from_secs(30), async {

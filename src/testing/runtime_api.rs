@@ -6,19 +6,27 @@
 //!
 //! One emulator serves one process (Lambda runs one invocation at a time per
 //! environment). It listens on 127.0.0.1:0 and is torn down with the process.
+//!
+//! In the library because two places run the release binaries exactly as
+//! Lambda does: the reliability suite (many invocations, crashes, deadlines)
+//! and the benchmark (cold start: time to the first poll and to the first
+//! response). One emulator means the binary under benchmark speaks to the
+//! same Runtime API, headers and all, as the binary under test.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::http1::{self, Reader};
-use crate::util::epoch_ms;
+use super::http1::{self, Reader};
+use crate::core::time::epoch_ms;
 
+/// The ARN every invocation names (`Lambda-Runtime-Invoked-Function-Arn`).
 pub const FUNCTION_ARN: &str =
     "arn:aws:lambda:us-east-1:111122223333:function:order-consumer-reliability";
 
@@ -35,6 +43,8 @@ pub enum Reply {
     },
 }
 
+/// One invocation to hand to the runtime's next poll; its answer goes to
+/// `reply` (dropped unanswered if the process never answers).
 pub struct Invocation {
     pub request_id: String,
     pub payload: Arc<Vec<u8>>,
@@ -46,8 +56,11 @@ struct Shared {
     next: Mutex<mpsc::Receiver<Invocation>>,
     inflight: std::sync::Mutex<HashMap<String, oneshot::Sender<Reply>>>,
     init_error: std::sync::Mutex<Option<String>>,
+    first_poll: OnceLock<Instant>,
 }
 
+/// The emulator: hand it invocations with [`RuntimeApi::submit`] and point
+/// the process's `AWS_LAMBDA_RUNTIME_API` at [`RuntimeApi::addr`].
 pub struct RuntimeApi {
     pub addr: std::net::SocketAddr,
     tx: mpsc::Sender<Invocation>,
@@ -58,6 +71,7 @@ pub struct RuntimeApi {
 
 static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
 
+/// A request id shaped like Lambda's (a UUID), unique in this process.
 pub fn new_request_id() -> String {
     let n = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
     format!(
@@ -71,16 +85,18 @@ pub fn new_request_id() -> String {
 }
 
 impl RuntimeApi {
+    /// Listen on 127.0.0.1:0 and serve until dropped.
     pub async fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind runtime API");
-        let addr = listener.local_addr().unwrap();
+        let addr = listener.local_addr().expect("runtime API address");
         let (tx, rx) = mpsc::channel(16);
         let shared = Arc::new(Shared {
             next: Mutex::new(rx),
             inflight: Default::default(),
             init_error: Default::default(),
+            first_poll: OnceLock::new(),
         });
         let conns: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>> = Default::default();
         let (s, c) = (shared.clone(), conns.clone());
@@ -109,8 +125,16 @@ impl RuntimeApi {
         let _ = self.tx.send(inv).await;
     }
 
+    /// What the runtime posted to `/runtime/init/error`, if it did:
+    /// `"{error type}: {message}"`.
     pub fn init_error(&self) -> Option<String> {
         self.shared.init_error.lock().unwrap().clone()
+    }
+
+    /// When the runtime first polled for an invocation (the end of its cold
+    /// start, as Lambda counts it).
+    pub fn first_poll(&self) -> Option<Instant> {
+        self.shared.first_poll.get().copied()
     }
 }
 
@@ -131,6 +155,7 @@ async fn serve_conn(sock: tokio::net::TcpStream, shared: Arc<Shared>) {
         let path = path.to_owned();
         let out = match (method, path.as_str()) {
             ("GET", "/2018-06-01/runtime/invocation/next") => {
+                shared.first_poll.get_or_init(Instant::now);
                 let inv = {
                     let mut next = shared.next.lock().await;
                     next.recv().await
