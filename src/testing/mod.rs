@@ -80,13 +80,28 @@ fn unique_table() -> String {
 
 /// A client with the production retry and timeout settings.
 pub fn client_for(endpoint: &str) -> Client {
+    client_with(
+        endpoint,
+        crate::core::dynamo::retry_config(),
+        crate::core::dynamo::timeout_config(),
+    )
+}
+
+/// A client for a local endpoint with static test credentials and the
+/// given policies (a test's own inspection client may want more patience
+/// than production's).
+pub fn client_with(
+    endpoint: &str,
+    retry: aws_sdk_dynamodb::config::retry::RetryConfig,
+    timeout: aws_sdk_dynamodb::config::timeout::TimeoutConfig,
+) -> Client {
     let conf = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "static"))
         .endpoint_url(endpoint)
-        .retry_config(crate::core::dynamo::retry_config())
-        .timeout_config(crate::core::dynamo::timeout_config())
+        .retry_config(retry)
+        .timeout_config(timeout)
         .build();
     Client::from_conf(conf)
 }

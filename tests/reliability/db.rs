@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 /// What the tests read back from one order item.
@@ -102,14 +101,11 @@ impl Db {
 /// The test's own client: direct to dynoxide, generous retries (it must
 /// never be the thing that fails).
 pub fn client_for(endpoint: &str) -> Client {
-    let conf = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
-        .endpoint_url(endpoint)
-        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(5))
-        .build();
-    Client::from_conf(conf)
+    order_consumer::testing::client_with(
+        endpoint,
+        aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(5),
+        aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled(),
+    )
 }
 
 fn to_item(i: &HashMap<String, AttributeValue>) -> Item {
