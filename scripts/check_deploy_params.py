@@ -67,6 +67,31 @@ def template_defaults(path: Path) -> dict[str, str]:
     return {k: str(v["Default"]) for k, v in template_parameters(path).items() if "Default" in v}
 
 
+def source_queue_retention(path: Path) -> dict[str, int]:
+    """MessageRetentionPeriod of every queue with a RedrivePolicy (the
+    source queues), from the template itself."""
+    doc = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+    out = {}
+    for name, res in (doc.get("Resources") or {}).items():
+        props = (res or {}).get("Properties") or {}
+        if res.get("Type") == "AWS::SQS::Queue" and "RedrivePolicy" in props:
+            out[name] = int(props.get("MessageRetentionPeriod", 345600))
+    if not out:
+        raise ValueError("no source queue (AWS::SQS::Queue with a RedrivePolicy) in the template")
+    return out
+
+
+def worst_case_secs(receives: int, visibility: int, curves) -> int:
+    """The longest a message can spend between its receives before the DLQ:
+    each return waits the longest delay of any curve, or the visibility
+    timeout when setting the delay failed."""
+    total = 0
+    for n in range(1, receives + 1):
+        delays = [min(base * 2 ** (n - 1), cap) for base, cap in curves]
+        total += max([visibility, *delays])
+    return total
+
+
 def constraint_errors(specs: dict[str, dict], values: dict[str, str]) -> list[str]:
     """What CloudFormation would refuse in `values`, by each parameter's
     constraints in the template."""
@@ -182,6 +207,43 @@ def main() -> int:
         return 1
     print(
         f"check_deploy_params: QueueVisibilityTimeout={visibility} >= 6 * {timeout} + {window} = {need}: ok",
+        file=sys.stderr,
+    )
+    # A returned message comes back after the delay the function set
+    # (RetryBackoff), or after QueueVisibilityTimeout when that call fails.
+    # Its receives must all fit in the source queue's retention, with room
+    # to spare, or it expires there instead of reaching the DLQ.
+    try:
+        receives = int(values["MaxReceiveCount"])
+        backoff = values.get("RetryBackoff", "on") == "on"
+        curves = {
+            "Early": (int(values["BackoffEarlyBaseSecs"]), int(values["BackoffEarlyCapSecs"])),
+            "Failed": (int(values["BackoffFailedBaseSecs"]), int(values["BackoffFailedCapSecs"])),
+        }
+        retention = min(source_queue_retention(args.template).values())
+    except Exception as e:  # noqa: BLE001 - any unusable input is exit 2 with its reason
+        print(f"check_deploy_params: cannot resolve the parameters: {e}", file=sys.stderr)
+        return 2
+    for name, (base, cap) in curves.items():
+        if cap < base:
+            print(
+                f"check_deploy_params: Backoff{name}CapSecs={cap} is below Backoff{name}BaseSecs={base} "
+                f"(values from {source}); the functions would refuse to start.",
+                file=sys.stderr,
+            )
+            return 1
+    worst = worst_case_secs(receives, visibility, curves.values() if backoff else [])
+    if worst * 2 > retention:
+        print(
+            f"check_deploy_params: MaxReceiveCount={receives} receives of up to {worst // receives} s each "
+            f"({worst} s) exceed half the source queues' MessageRetentionPeriod ({retention} s) "
+            f"(values from {source}): a message could expire before it reaches the DLQ. Lower "
+            f"MaxReceiveCount, QueueVisibilityTimeout or the Backoff caps.",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"check_deploy_params: worst time to the DLQ {worst} s <= half the retention ({retention} s): ok",
         file=sys.stderr,
     )
     ledger = values.get("DeployPaymentLedger", "true") == "true"

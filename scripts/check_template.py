@@ -29,6 +29,9 @@ ALLOWED_MANAGED_POLICY = re.compile(
     r"^arn:aws[a-z-]*:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$"
 )
 REQUIRED_SQS_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+# The functions' own SQS call: the delay of a returned message
+# (ChangeMessageVisibilityBatch needs this action), on their own queue only.
+FUNCTION_SQS_ACTIONS = {"sqs:ChangeMessageVisibility"}
 FOURTEEN_DAYS = 14 * 24 * 3600
 
 
@@ -435,7 +438,7 @@ def _(m: Model) -> None:
         assert got == want, f"{t}'s streams (${{{t}.Arn}}/stream/*): grants {sorted(got)}, expected {sorted(want)}"
 
 
-@check("function's SQS permissions are the event-source set on its queue (stream: SendMessage to its failure destination)")
+@check("function's SQS permissions are the event-source set plus ChangeMessageVisibility, on its own queue (stream: SendMessage to its failure destination)")
 def _(m: Model) -> None:
     if not sqs_fed(m):
         dest = m.on_failure_queue()
@@ -459,10 +462,13 @@ def _(m: Model) -> None:
             assert getatt_target(r) == queue, f"SQS actions {actions} granted on {r!r}, expected GetAtt {queue}.Arn"
     missing = REQUIRED_SQS_ACTIONS - granted
     assert not missing, f"missing {sorted(missing)} (the event source mapping cannot poll)"
-    # The function itself makes no SQS call: the event source mapping needs
-    # exactly these three, nothing more (no ChangeMessageVisibility, no Send).
-    extra = granted - REQUIRED_SQS_ACTIONS
-    assert not extra, f"SQS actions beyond what the event source mapping needs: {sorted(extra)}"
+    # The event source mapping needs exactly these three; the function's own
+    # call (RetryBackoff) adds ChangeMessageVisibility, nothing more (no
+    # Send, no Delete of its own).
+    missing = FUNCTION_SQS_ACTIONS - granted
+    assert not missing, f"missing {sorted(missing)} (RetryBackoff could not delay returned messages)"
+    extra = granted - REQUIRED_SQS_ACTIONS - FUNCTION_SQS_ACTIONS
+    assert not extra, f"SQS actions beyond the event source mapping's and the backoff's: {sorted(extra)}"
 
 
 @check("DLQ MessageRetentionPeriod is 14 days (1209600 s) and longer than the source queue's")

@@ -104,6 +104,12 @@ sam deploy" "$OFF"
 # CloudFormation's AllowedValues are case-sensitive: refused before the build.
 want_out="DeployOrderNotifier='False' is not one of" \
   run_case first-deploy-bad-deploy-flag 1 "" PARAMS="DeployOrderNotifier=False"
+# Receives whose delays could outlast the source queue's retention: the
+# message would expire instead of reaching the DLQ.
+want_out="a message could expire before it reaches the DLQ" \
+  run_case first-deploy-redrive-past-retention 1 "" PARAMS="MaxReceiveCount=1000"
+want_out="BackoffEarlyCapSecs=1 is below BackoffEarlyBaseSecs=2" \
+  run_case first-deploy-backoff-cap-below-base 1 "" PARAMS="BackoffEarlyBaseSecs=2 BackoffEarlyCapSecs=1"
 later later-deploy-bad-saved 1 "" "$BAD"
 later later-deploy-params-replace-saved 0 "$B Architecture=arm64
 sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \

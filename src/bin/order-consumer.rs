@@ -13,7 +13,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config = bootstrap::config(OrderConfig::from_env())?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
-    let consumer = OrderFunction::new(OrderStore::new(client, config.table_name.clone()), config);
+    let redelivery = bootstrap::redelivery(&config.runtime).await;
+    let consumer = OrderFunction::new(OrderStore::new(client, config.table_name.clone()), config)
+        .with_redelivery(redelivery);
 
     consumer.serve().await
 }

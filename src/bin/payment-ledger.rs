@@ -18,7 +18,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let ledger = LedgerFunction::new(client, config);
+    let redelivery = bootstrap::redelivery(&config.runtime).await;
+    let ledger = LedgerFunction::new(client, config).with_redelivery(redelivery);
 
     ledger.serve().await
 }

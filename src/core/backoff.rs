@@ -1,5 +1,5 @@
 //! When a message that failed comes back: a delay per outcome class,
-//! exponential in the message's receive count with full jitter, capped.
+//! exponential in the message's receive count, jittered, capped.
 //!
 //! Without it a message reported in `batchItemFailures` reappears only when
 //! its whole visibility timeout has run out (180 s by default), whatever the
@@ -10,9 +10,15 @@
 //! change *when* a message comes back, never *whether*: it stays in
 //! `batchItemFailures` either way.
 //!
-//! Full jitter (a uniform draw between zero and the exponential ceiling)
-//! spreads the retries of many messages that failed together, such as a
-//! throttled burst, instead of bringing them back in one wave.
+//! The jitter is drawn uniformly between half the exponential ceiling and
+//! the ceiling ("equal jitter"), which spreads the retries of messages that
+//! failed together, such as a throttled burst, instead of bringing them
+//! back in one wave. It is not full jitter (zero to the ceiling) because a
+//! message's receives are a budget: after `maxReceiveCount` of them it goes
+//! to the DLQ, and full jitter could spend them all in a second or two,
+//! sending a good Early event to the DLQ before its predecessor has had a
+//! fair chance. With the floor, the least time a message of a class spends
+//! waiting over its receives is known ([`BackoffPolicy::least_case_secs`]).
 
 use std::time::Duration;
 
@@ -69,8 +75,10 @@ impl Default for BackoffPolicy {
     /// An Early event's predecessor is usually a moment behind it: start at
     /// 1 s and stay under a minute. A dependency that failed after the SDK's
     /// own retries needs longer: start at 5 s, stay under 5 minutes. With
-    /// five receives the worst case is 1+2+4+8+16 s and 5+10+20+40+80 s,
-    /// far inside any queue's retention.
+    /// the template's ten receives an Early event has between 151 s and
+    /// 303 s for its predecessor, and a failing dependency between about 12
+    /// and 25 minutes to recover, before the DLQ; both far inside any
+    /// queue's retention.
     fn default() -> Self {
         BackoffPolicy {
             predecessor: Curve {
@@ -136,9 +144,10 @@ impl BackoffPolicy {
             .map_or(0, |c| c.ceiling_secs(receive_count))
     }
 
-    /// The delay, in whole seconds, with full jitter drawn by `draw`
-    /// (uniform in `0..=ceiling`; [`BackoffPolicy::visibility_secs`] uses a
-    /// random one, tests pass their own).
+    /// The delay, in whole seconds: half the ceiling plus a jitter drawn by
+    /// `draw(n)`, uniform in `0..=n` for the other half
+    /// ([`BackoffPolicy::visibility_secs`] draws at random, tests pass
+    /// their own).
     pub fn delay_secs(
         &self,
         class: RetryClass,
@@ -146,12 +155,24 @@ impl BackoffPolicy {
         draw: impl FnOnce(u64) -> u64,
     ) -> u64 {
         let ceiling = self.ceiling_secs(class, receive_count);
-        draw(ceiling).min(ceiling)
+        let floor = ceiling / 2;
+        let spread = ceiling - floor;
+        floor + draw(spread).min(spread)
     }
 
     /// The visibility timeout to give a message that goes back.
     pub fn visibility_secs(&self, class: RetryClass, receive_count: u32) -> u64 {
         self.delay_secs(class, receive_count, |ceiling| fastrand::u64(0..=ceiling))
+    }
+
+    /// The least a message of `class` spends waiting over
+    /// `max_receive_count` receives (the jitter's floors): how long an
+    /// Early event's predecessor has, at least, before the event goes to
+    /// the DLQ.
+    pub fn least_case_secs(&self, class: RetryClass, max_receive_count: u32) -> u64 {
+        (1..=max_receive_count)
+            .map(|n| self.ceiling_secs(class, n) / 2)
+            .fold(0u64, u64::saturating_add)
     }
 
     /// The most a message of `class` can spend waiting over
@@ -203,15 +224,21 @@ mod tests {
     fn the_jitter_stays_between_zero_and_the_ceiling() {
         let p = BackoffPolicy::default();
         assert_eq!(p.delay_secs(RetryClass::Predecessor, 3, |c| c), 4);
-        assert_eq!(p.delay_secs(RetryClass::Predecessor, 3, |_| 0), 0);
+        assert_eq!(
+            p.delay_secs(RetryClass::Predecessor, 3, |_| 0),
+            2,
+            "the floor"
+        );
         assert_eq!(
             p.delay_secs(RetryClass::Predecessor, 3, |_| 1_000),
             4,
             "clamped"
         );
+        assert_eq!(p.delay_secs(RetryClass::Predecessor, 1, |_| 0), 0);
+        assert_eq!(p.delay_secs(RetryClass::Hopeless, 9, |c| c), 0);
         for _ in 0..1_000 {
             let v = p.visibility_secs(RetryClass::Dependency, 4);
-            assert!(v <= 40, "{v}");
+            assert!((20..=40).contains(&v), "{v}");
         }
         let draws: std::collections::HashSet<u64> = (0..1_000)
             .map(|_| p.visibility_secs(RetryClass::Dependency, 4))
@@ -234,6 +261,14 @@ mod tests {
             5 + 10 + 20 + 40 + 80
         );
         assert_eq!(p.worst_case_secs(RetryClass::Hopeless, 5), 0);
+        // A good Early event has at least this long before the DLQ, with
+        // the template's default of 10 receives: minutes, not seconds.
+        assert_eq!(p.least_case_secs(RetryClass::Predecessor, 5), 1 + 2 + 4 + 8);
+        assert_eq!(
+            p.least_case_secs(RetryClass::Predecessor, 10),
+            1 + 2 + 4 + 8 + 16 + 30 * 4
+        );
+        assert_eq!(p.worst_case_secs(RetryClass::Predecessor, 10), 303);
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::core::error::StoreError;
 use crate::core::metrics::OutcomeCounts;
 use crate::core::outcome::{self, Skip, Verdict};
 use crate::core::records::BatchRecord;
+use crate::core::redelivery::VisibilityTally;
 use crate::core::wire::ParseError;
 
 /// How a batch is run (from the function's configuration).
@@ -118,6 +119,9 @@ pub struct BatchReport<O> {
     pub cache_hits: u64,
     /// Records that went to DynamoDB after a cache could not settle them.
     pub cache_misses: u64,
+    /// The returned messages whose visibility was set, or could not be
+    /// ([`crate::core::redelivery`]); zero where nothing set it.
+    pub visibility: VisibilityTally,
 }
 
 /// The time an invocation had, against the margin it must leave.
@@ -136,6 +140,7 @@ impl<O> Default for BatchReport<O> {
             starved: None,
             cache_hits: 0,
             cache_misses: 0,
+            visibility: VisibilityTally::default(),
         }
     }
 }
@@ -345,6 +350,7 @@ pub async fn process<H: Handler>(
         starved,
         cache_hits: ctx.cx.cache_hits.load(Ordering::Relaxed),
         cache_misses: ctx.cx.cache_misses.load(Ordering::Relaxed),
+        visibility: VisibilityTally::default(),
         records: records
             .iter()
             .zip(keys)

@@ -1,7 +1,8 @@
-//! What both functions do once per cold start.
+//! What every function does once per cold start.
 
-use crate::core::config::ConfigError;
+use crate::core::config::{ConfigError, Runtime};
 use crate::core::dynamo;
+use crate::core::redelivery::{self, Redelivery};
 use tracing_subscriber::EnvFilter;
 
 /// The function's configuration, or a failed cold start with a clear log
@@ -50,4 +51,22 @@ pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
         .load()
         .await;
     aws_sdk_dynamodb::Client::new(&sdk_config)
+}
+
+/// The SQS client that sets returned messages' visibility, when
+/// `RETRY_BACKOFF` is on; `AWS_ENDPOINT_URL_SQS` points it at a local
+/// server. Its own retries are few and its timeouts short
+/// ([`redelivery::timeout_config`]): it runs in the deadline margin, and a
+/// failure only means the message comes back later.
+pub async fn redelivery(runtime: &Runtime) -> Option<Redelivery> {
+    let policy = runtime.retry_backoff?;
+    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))
+        .timeout_config(redelivery::timeout_config())
+        .load()
+        .await;
+    Some(Redelivery::new(
+        aws_sdk_sqs::Client::new(&sdk_config),
+        policy,
+    ))
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::core::backoff::BackoffPolicy;
 use crate::core::batch::Settings;
 
 /// Groups applied at once when `MAX_CONCURRENCY` is unset.
@@ -30,6 +31,11 @@ pub struct Runtime {
     pub metrics_namespace: String,
     /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda): the metric dimension.
     pub function_name: String,
+    /// `RETRY_BACKOFF` (`on`, the default, or `off`) and the
+    /// `BACKOFF_*` curves ([`BackoffPolicy::from_lookup`]): how soon an SQS
+    /// message that is not acknowledged comes back. `None` when off: it
+    /// then comes back after the queue's visibility timeout.
+    pub retry_backoff: Option<BackoffPolicy>,
 }
 
 impl Runtime {
@@ -61,6 +67,19 @@ impl Runtime {
             )?),
             metrics_namespace: optional("METRICS_NAMESPACE", default_namespace),
             function_name: optional("AWS_LAMBDA_FUNCTION_NAME", default_function),
+            retry_backoff: match get("RETRY_BACKOFF")
+                .map(|s| s.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                None | Some("") | Some("on") => Some(BackoffPolicy::from_lookup(get)?),
+                Some("off") => None,
+                Some(_) => {
+                    return Err(ConfigError::Invalid {
+                        var: "RETRY_BACKOFF",
+                        reason: "expected on or off".into(),
+                    });
+                }
+            },
         })
     }
 
@@ -116,5 +135,51 @@ pub fn parse_in(
             var,
             reason: format!("expected an integer in {}..={}", range.start(), range.end()),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime(env: &[(&str, &str)]) -> Result<Runtime, ConfigError> {
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        Runtime::from_lookup(&get, "Ns", "fn")
+    }
+
+    #[test]
+    fn retry_backoff_is_on_by_default_and_can_be_turned_off() {
+        let on = runtime(&[]).expect("defaults");
+        assert_eq!(on.retry_backoff, Some(BackoffPolicy::default()));
+        assert_eq!(
+            runtime(&[("RETRY_BACKOFF", " ON ")])
+                .expect("on")
+                .retry_backoff,
+            Some(BackoffPolicy::default())
+        );
+        assert_eq!(
+            runtime(&[("RETRY_BACKOFF", "off")])
+                .expect("off")
+                .retry_backoff,
+            None
+        );
+        // Off means off: the curves are not even read.
+        assert_eq!(
+            runtime(&[("RETRY_BACKOFF", "off"), ("BACKOFF_EARLY_CAP_SECS", "x")])
+                .expect("off")
+                .retry_backoff,
+            None
+        );
+        let err = runtime(&[("RETRY_BACKOFF", "sometimes")]).expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "environment variable RETRY_BACKOFF is invalid: expected on or off"
+        );
+        let err = runtime(&[("BACKOFF_FAILED_CAP_SECS", "1")]).expect_err("cap below base");
+        assert!(err.to_string().contains("BACKOFF_FAILED_CAP_SECS"), "{err}");
     }
 }

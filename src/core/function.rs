@@ -14,6 +14,7 @@ use crate::core::config::Runtime;
 use crate::core::metrics;
 use crate::core::outcome::Verdict;
 use crate::core::records::{BatchEvent, BatchRecord, StrictInput};
+use crate::core::redelivery::{self, Redelivery};
 
 /// A consumer's Lambda function: built once per cold start, shared by every
 /// invocation.
@@ -23,6 +24,9 @@ pub struct Function<H> {
     runtime: Runtime,
     /// Names its invocation errors: `{error_prefix}.DependencyOutage`.
     error_prefix: &'static str,
+    /// Sets the visibility of the SQS messages a batch returns (none for
+    /// streams, or with `RETRY_BACKOFF=off`).
+    redelivery: Option<Redelivery>,
 }
 
 impl<H: Handler> Function<H> {
@@ -33,7 +37,16 @@ impl<H: Handler> Function<H> {
             handler,
             runtime,
             error_prefix,
+            redelivery: None,
         }
+    }
+
+    /// The same function, setting the visibility of the messages it returns
+    /// through `redelivery` (built once per cold start,
+    /// [`crate::core::bootstrap::redelivery`]).
+    pub fn with_redelivery(mut self, redelivery: Option<Redelivery>) -> Self {
+        self.redelivery = redelivery;
+        self
     }
 
     /// The consumer's handler.
@@ -74,7 +87,7 @@ impl<H: Handler> Function<H> {
             "batch received"
         );
         let (report, response) = self.handle_batch(&event.payload, deadline).await;
-        emit_metrics(&self.runtime, &report);
+        emit_metrics(&self.runtime, &report, self.redelivery.is_some());
         response.map_err(|e| e.diagnostic(self.error_prefix))
     }
 
@@ -85,9 +98,20 @@ impl<H: Handler> Function<H> {
         event: &E,
         deadline: Instant,
     ) -> (BatchReport<H::Outcome>, Result<E::Response, BatchError>) {
-        let report =
+        let mut report =
             batch::process(&self.handler, self.settings(), event.records(), deadline).await;
         let response = report.failures().map(E::response);
+        if let Some(redelivery) = &self.redelivery {
+            // After the failure list is final, before answering: the delay
+            // only decides when a returned message comes back. Half the
+            // deadline margin stays for the answer itself.
+            let delays = redelivery::plan(redelivery.policy(), event.records(), &report, |c| {
+                fastrand::u64(0..=c)
+            });
+            let margin = self.runtime.deadline_margin / 2;
+            let until = deadline.checked_sub(margin).unwrap_or(deadline);
+            report.visibility = redelivery.apply(delays, until).await;
+        }
         if let Err(e) = &response {
             tracing::error!(error = %e, "failing the invocation");
         }
@@ -95,17 +119,23 @@ impl<H: Handler> Function<H> {
     }
 }
 
-/// The invocation's EMF line: a count per outcome, the batch size, and the
-/// cache's hits and misses.
-pub fn emit_metrics<O: Verdict>(runtime: &Runtime, report: &BatchReport<O>) {
+/// The invocation's EMF line: a count per outcome, the batch size, the
+/// cache's hits and misses, and, for a function that sets returned
+/// messages' visibility, how many it set and how many it could not.
+pub fn emit_metrics<O: Verdict>(runtime: &Runtime, report: &BatchReport<O>, visibility: bool) {
+    let mut extra = vec![
+        ("BatchSize", report.records.len() as u64),
+        ("CacheHits", report.cache_hits),
+        ("CacheMisses", report.cache_misses),
+    ];
+    if visibility {
+        extra.push(("VisibilityChanged", report.visibility.changed));
+        extra.push(("VisibilityFailed", report.visibility.failed));
+    }
     metrics::emit(&metrics::emf_document(
         &runtime.metrics_namespace,
         &runtime.function_name,
         &report.counts(),
-        &[
-            ("BatchSize", report.records.len() as u64),
-            ("CacheHits", report.cache_hits),
-            ("CacheMisses", report.cache_misses),
-        ],
+        &extra,
     ));
 }

@@ -10,6 +10,9 @@
 //!   a consumer's outcome implements.
 //! - [`backoff`]: how long a failed message stays invisible before it comes
 //!   back, per outcome class.
+//! - [`redelivery`]: sets that delay on the SQS messages a batch returns
+//!   (ChangeMessageVisibilityBatch), without ever deciding whether they
+//!   return.
 //! - [`function`]: the Lambda function wrapper every consumer shares, for
 //!   SQS and stream events alike.
 //! - [`records`]: the Lambda events (SQS, DynamoDB streams) read strictly,
@@ -38,5 +41,6 @@ pub mod function;
 pub mod metrics;
 pub mod outcome;
 pub mod records;
+pub mod redelivery;
 pub mod time;
 pub mod wire;

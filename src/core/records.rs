@@ -22,6 +22,8 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::core::redelivery::Redeliverable;
+
 /// A Lambda event as read from the Runtime API, and the event it carries.
 pub trait StrictInput: DeserializeOwned + Send {
     /// The event it carries.
@@ -46,6 +48,12 @@ pub trait BatchRecord: Sync {
     fn strict_order(records: &[Self]) -> bool
     where
         Self: Sized;
+    /// Where the record came from and how to make it visible again sooner
+    /// or later ([`crate::core::redelivery`]); `None` for sources that
+    /// retry by themselves (streams).
+    fn redelivery(&self) -> Option<Redeliverable<'_>> {
+        None
+    }
 }
 
 impl BatchRecord for SqsMessage {
@@ -66,6 +74,21 @@ impl BatchRecord for SqsMessage {
             r.event_source_arn
                 .as_deref()
                 .is_some_and(|arn| arn.ends_with(".fifo"))
+        })
+    }
+
+    /// The receipt handle, the queue, and the receive count (an absent or
+    /// unreadable count is taken as the first receive).
+    fn redelivery(&self) -> Option<Redeliverable<'_>> {
+        let receive_count = self
+            .attributes
+            .get("ApproximateReceiveCount")
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(1);
+        Some(Redeliverable {
+            queue_arn: self.event_source_arn.as_deref()?,
+            receipt_handle: self.receipt_handle.as_deref().filter(|h| !h.is_empty())?,
+            receive_count,
         })
     }
 }

@@ -4,7 +4,8 @@
 //! them, item inspection, a local notification provider ([`provider`]) and
 //! stream records ([`stream_records`]). For running and breaking things as
 //! Lambda and the network would: a Lambda Runtime API emulator
-//! ([`runtime_api`]), a fault-injecting proxy that is also a faulty DynamoDB
+//! ([`runtime_api`]), an SQS endpoint for visibility changes
+//! ([`sqs_endpoint`]), a fault-injecting proxy that is also a faulty DynamoDB
 //! ([`proxy`]), the one HTTP/1.1 reader all these local servers share
 //! ([`http1`]) and a seeded RNG ([`rng`]). One of each, so that what the
 //! tests, the reliability suite and the benchmark exercise is the same thing.
@@ -23,6 +24,7 @@ pub mod provider;
 pub mod proxy;
 pub mod rng;
 pub mod runtime_api;
+pub mod sqs_endpoint;
 pub mod stream_records;
 pub mod tables;
 

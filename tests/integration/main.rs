@@ -9,6 +9,7 @@ mod ledger;
 mod logs;
 mod notifier;
 mod outcomes;
+mod redelivery;
 mod sample_events;
 mod ssm;
 mod streams;

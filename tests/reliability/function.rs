@@ -286,6 +286,13 @@ impl LambdaEnv {
             .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
             .env("AWS_ENDPOINT_URL_DYNAMODB", &self.cfg.dynamodb_endpoint)
             .env("TABLE_NAME", &self.cfg.table)
+            // Most tests scale SQS's redelivery down to milliseconds, which
+            // the function's visibility backoff (seconds) would undo: it is
+            // off unless a test turns it on with its own SQS endpoint
+            // (tests/reliability/backoff.rs). Even then nothing reaches
+            // AWS: the default endpoint refuses connections.
+            .env("RETRY_BACKOFF", "off")
+            .env("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9")
             .env("RUST_LOG", "info");
         for (k, v) in &self.cfg.extra_env {
             cmd.env(k, v);

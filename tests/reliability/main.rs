@@ -13,7 +13,7 @@
 //! (workloads and the oracle), `naive` (a check-then-act consumer the
 //! assertions must catch); the faults come from the library's proxy,
 //! `order_consumer::testing::proxy`.
-//! Tests: `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
+//! Tests: `backoff`, `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
 //! `hostile`, `load`, and `ledger` (the payment-ledger binary).
 
 mod db;
@@ -24,6 +24,7 @@ mod naive;
 mod sqs;
 mod util;
 
+mod backoff;
 mod concurrency;
 mod convergence;
 mod crash;

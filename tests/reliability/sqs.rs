@@ -12,6 +12,10 @@
 //! - a message that fails when its receive count has reached
 //!   `max_receive_count` moves to the DLQ.
 //!
+//! - a message whose visibility the function set through the queue's SQS
+//!   endpoint ([`Queue::serve_sqs`], ChangeMessageVisibilityBatch) comes
+//!   back when that visibility ends instead.
+//!
 //! Several pollers may invoke several functions at once (Lambda
 //! concurrency). Everything is bounded: a drain stops with an error after
 //! `max_invocations` or `max_wall`.
@@ -29,6 +33,7 @@ use crate::function::{Function, InvokeResult};
 use crate::util::md5_hex;
 use order_consumer::core::time::epoch_ms;
 use order_consumer::testing::rng::Rng;
+use order_consumer::testing::sqs_endpoint::SqsEndpoint;
 
 pub const QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:111122223333:order-events";
 
@@ -71,6 +76,11 @@ pub struct Message {
     pub receive_count: u32,
     pub sent_ms: u64,
     pub first_receive_ms: Option<u64>,
+    /// The visibility (seconds) the function asked for on each receive it
+    /// did not acknowledge, in order.
+    pub visibility_requests: Vec<u64>,
+    /// When it was deleted (acknowledged), epoch ms.
+    pub deleted_ms: Option<u64>,
 }
 
 /// A received batch, in flight until completed.
@@ -108,6 +118,9 @@ struct State {
     visible: VecDeque<u64>,
     delayed: BinaryHeap<Reverse<(Instant, u64)>>,
     in_flight: HashSet<u64>,
+    /// In-flight messages whose visibility the function set: when they are
+    /// visible again if not deleted.
+    visible_at: HashMap<u64, Instant>,
     dlq: Vec<Message>,
     deleted: Vec<Message>,
     next_handle: u64,
@@ -186,6 +199,8 @@ impl Queue {
                 receive_count: 0,
                 sent_ms: epoch_ms(),
                 first_receive_ms: None,
+                visibility_requests: Vec::new(),
+                deleted_ms: None,
             },
         );
         st.visible.push_back(handle);
@@ -196,6 +211,42 @@ impl Queue {
     pub fn is_drained(&self) -> bool {
         let st = self.st.lock().unwrap();
         st.visible.is_empty() && st.delayed.is_empty() && st.in_flight.is_empty()
+    }
+
+    /// ChangeMessageVisibility for one in-flight message, by the receipt
+    /// handle of its current receive (an older receive's handle, or one of
+    /// a message no longer in flight, is refused as SQS refuses it).
+    pub fn change_visibility(&self, receipt_handle: &str, secs: u64) -> bool {
+        let Some((handle, count)) = parse_receipt(receipt_handle) else {
+            return false;
+        };
+        let mut st = self.st.lock().unwrap();
+        let current = st.in_flight.contains(&handle)
+            && st
+                .msgs
+                .get(&handle)
+                .is_some_and(|m| m.receive_count == count);
+        if !current {
+            return false;
+        }
+        st.visible_at
+            .insert(handle, Instant::now() + Duration::from_secs(secs));
+        if let Some(m) = st.msgs.get_mut(&handle) {
+            m.visibility_requests.push(secs);
+        }
+        true
+    }
+
+    /// A local SQS endpoint (`AWS_ENDPOINT_URL_SQS`) whose visibility
+    /// changes apply to this queue.
+    pub async fn serve_sqs(self: &Arc<Self>) -> SqsEndpoint {
+        let queue = Arc::downgrade(self);
+        SqsEndpoint::start(Arc::new(move |_url: &str, receipt: &str, secs: u64| {
+            queue
+                .upgrade()
+                .is_some_and(|q| q.change_visibility(receipt, secs))
+        }))
+        .await
     }
 
     pub fn dlq(&self) -> Vec<Message> {
@@ -344,8 +395,10 @@ impl Queue {
         let mut rng = self.rng.lock().unwrap();
         for (i, &h) in batch.handles.iter().enumerate() {
             st.in_flight.remove(&h);
+            let requested = st.visible_at.remove(&h);
             if acked.contains(&h) {
-                let m = st.msgs.remove(&h).unwrap();
+                let mut m = st.msgs.remove(&h).unwrap();
+                m.deleted_ms = Some(epoch_ms());
                 settled.deleted.push((m.message_id.clone(), m.body.clone()));
                 st.deleted.push(m);
                 self.stats.deletions.fetch_add(1, Ordering::Relaxed);
@@ -357,11 +410,13 @@ impl Queue {
                     let m = st.msgs.remove(&h).unwrap();
                     st.dlq.push(m);
                 } else {
-                    // Jitter the visibility timeout a little, as real
-                    // redeliveries are not in lockstep.
-                    let base = self.cfg.redelivery_delay.as_micros() as u64;
-                    let at =
-                        Instant::now() + Duration::from_micros(rng.range(base / 2, base * 3 / 2));
+                    // The visibility the function set, else the queue's
+                    // timeout, jittered a little, as real redeliveries are
+                    // not in lockstep.
+                    let at = requested.unwrap_or_else(|| {
+                        let base = self.cfg.redelivery_delay.as_micros() as u64;
+                        Instant::now() + Duration::from_micros(rng.range(base / 2, base * 3 / 2))
+                    });
                     st.delayed.push(Reverse((at, h)));
                 }
             }
@@ -402,6 +457,13 @@ fn failed_ids(message_ids: &[String], result: &InvokeResult) -> Result<HashSet<S
         Some(other) => return Err(format!("batchItemFailures is not a list: {other}")),
     }
     Ok(failed)
+}
+
+/// The message handle and receive count in a receipt handle of
+/// [`sqs_record`].
+fn parse_receipt(receipt: &str) -> Option<(u64, u32)> {
+    let mut parts = receipt.strip_prefix("AQEB")?.split('/');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// One record as Lambda's SQS event source mapping delivers it.

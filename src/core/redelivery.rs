@@ -1,0 +1,445 @@
+//! When an unacknowledged SQS message comes back: its visibility is set,
+//! before the batch answers, to the delay [`crate::core::backoff`] gives its
+//! outcome, with one `ChangeMessageVisibilityBatch` call per ten messages.
+//!
+//! This can only change *when* a message comes back, never *whether*: the
+//! record is in `batchItemFailures` whatever the call does. A call that
+//! fails, times out, or refuses some entries (the batch API reports those in
+//! its answer rather than as an error) is logged and counted
+//! (`VisibilityFailed`), and the message comes back after the queue's own
+//! visibility timeout, as it would without this module.
+//!
+//! FIFO queues: a message that is invisible holds back every later message
+//! of its group, so a delayed head delays its group, which is what strict
+//! order needs anyway (its successors could not be applied before it).
+//! The successors the batch did not attempt are given 0 and come back right
+//! behind it.
+//!
+//! The queue URL is derived from the record's `eventSourceARN`
+//! (`arn:{partition}:sqs:{region}:{account}:{name}`), so no GetQueueUrl call
+//! and no permission beyond `sqs:ChangeMessageVisibility` on the function's
+//! own queue are needed.
+
+use std::time::Duration;
+
+use aws_sdk_sqs::error::ProvideErrorMetadata;
+use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
+use futures_util::StreamExt;
+use tokio::time::Instant;
+
+use crate::core::backoff::{BackoffPolicy, RetryClass};
+use crate::core::batch::BatchReport;
+use crate::core::outcome::Verdict;
+use crate::core::records::BatchRecord;
+
+/// What SQS needs to change one message's visibility, read from its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Redeliverable<'a> {
+    /// The queue the message came from (`eventSourceARN`).
+    pub queue_arn: &'a str,
+    /// This receive's handle.
+    pub receipt_handle: &'a str,
+    /// `ApproximateReceiveCount` (1 on the first receive).
+    pub receive_count: u32,
+}
+
+/// One message's new visibility.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delay {
+    /// The message's id (for the logs; SQS does not need it).
+    pub message_id: String,
+    /// Its queue.
+    pub queue_url: String,
+    /// Its receipt handle.
+    pub receipt_handle: String,
+    /// Why it goes back.
+    pub class: RetryClass,
+    /// Seconds until it is visible again.
+    pub visibility_secs: u64,
+}
+
+/// How many visibility changes SQS confirmed, and how many it did not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VisibilityTally {
+    /// Messages whose visibility was set.
+    pub changed: u64,
+    /// Messages whose visibility could not be set (they come back after
+    /// the queue's visibility timeout).
+    pub failed: u64,
+}
+
+/// The queue URL of an SQS queue ARN, or `None` if it is not one.
+pub fn queue_url(arn: &str) -> Option<String> {
+    let mut parts = arn.splitn(6, ':');
+    let (Some("arn"), Some(partition), Some("sqs"), Some(region), Some(account), Some(name)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return None;
+    };
+    let ok = |s: &str, extra: &[char]| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || extra.contains(&c))
+    };
+    if !ok(region, &[]) || !ok(account, &[]) || !ok(name, &['_', '.']) {
+        return None;
+    }
+    let suffix = match partition {
+        "aws-cn" => "amazonaws.com.cn",
+        "aws" | "aws-us-gov" => "amazonaws.com",
+        _ => return None,
+    };
+    Some(format!("https://sqs.{region}.{suffix}/{account}/{name}"))
+}
+
+/// The new visibility of every message `report` does not acknowledge and
+/// whose record says where it came from; `draw` is the jitter (uniform in
+/// `0..=ceiling`). Nothing when the invocation was starved: then there is no
+/// time to spend on it.
+pub fn plan<R: BatchRecord, O: Verdict>(
+    policy: &BackoffPolicy,
+    records: &[R],
+    report: &BatchReport<O>,
+    mut draw: impl FnMut(u64) -> u64,
+) -> Vec<Delay> {
+    if report.starved.is_some() {
+        return Vec::new();
+    }
+    records
+        .iter()
+        .zip(&report.records)
+        .filter(|(_, r)| !r.outcome.acknowledged())
+        .filter_map(|(record, r)| {
+            let back = record.redelivery()?;
+            let class = r.outcome.retry_class();
+            Some(Delay {
+                message_id: r.record_id.clone().unwrap_or_default(),
+                queue_url: queue_url(back.queue_arn)?,
+                receipt_handle: back.receipt_handle.to_owned(),
+                class,
+                visibility_secs: policy.delay_secs(class, back.receive_count, &mut draw),
+            })
+        })
+        .collect()
+}
+
+/// SQS takes at most ten entries per batch call.
+const ENTRIES_PER_CALL: usize = 10;
+/// Calls in flight at once (a batch of 10,000 records is 1,000 calls).
+const CALLS_AT_ONCE: usize = 8;
+
+/// Sets the visibility of the messages a batch returns. Built once per cold
+/// start.
+#[derive(Debug, Clone)]
+pub struct Redelivery {
+    client: aws_sdk_sqs::Client,
+    policy: BackoffPolicy,
+}
+
+impl Redelivery {
+    /// Delays from `policy`, applied through `client`.
+    pub fn new(client: aws_sdk_sqs::Client, policy: BackoffPolicy) -> Self {
+        Redelivery { client, policy }
+    }
+
+    /// The delays it applies.
+    pub fn policy(&self) -> &BackoffPolicy {
+        &self.policy
+    }
+
+    /// Apply `delays`, giving up at `until` (what is unconfirmed then counts
+    /// as failed). Never fails: the outcome is only a count.
+    pub async fn apply(&self, delays: Vec<Delay>, until: Instant) -> VisibilityTally {
+        let total = delays.len() as u64;
+        if total == 0 {
+            return VisibilityTally::default();
+        }
+        let mut by_queue: Vec<(String, Vec<Delay>)> = Vec::new();
+        for d in delays {
+            match by_queue.iter_mut().find(|(url, _)| *url == d.queue_url) {
+                Some((_, list)) => list.push(d),
+                None => by_queue.push((d.queue_url.clone(), vec![d])),
+            }
+        }
+        let calls: Vec<(String, Vec<Delay>)> = by_queue
+            .into_iter()
+            .flat_map(|(url, list)| {
+                list.chunks(ENTRIES_PER_CALL)
+                    .map(|c| (url.clone(), c.to_vec()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let run = futures_util::stream::iter(calls)
+            .map(|(url, chunk)| self.call(url, chunk))
+            .buffer_unordered(CALLS_AT_ONCE)
+            .fold(0u64, |n, changed| async move { n + changed });
+        let changed = match tokio::time::timeout_at(until, run).await {
+            Ok(changed) => changed,
+            Err(_elapsed) => {
+                tracing::warn!(
+                    messages = total,
+                    "setting the messages' visibility took past the deadline; unconfirmed ones come back after the queue's visibility timeout"
+                );
+                // Confirmations that arrived before the cutoff are not
+                // known here; count conservatively: none.
+                0
+            }
+        };
+        VisibilityTally {
+            changed,
+            failed: total - changed,
+        }
+    }
+
+    /// One ChangeMessageVisibilityBatch call; the number of entries SQS
+    /// confirmed.
+    async fn call(&self, queue_url: String, chunk: Vec<Delay>) -> u64 {
+        let entries: Vec<ChangeMessageVisibilityBatchRequestEntry> = chunk
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                ChangeMessageVisibilityBatchRequestEntry::builder()
+                    .id(format!("m{i}"))
+                    .receipt_handle(&d.receipt_handle)
+                    .visibility_timeout(i32::try_from(d.visibility_secs).unwrap_or(i32::MAX))
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let sent = entries.len();
+        let answer = self
+            .client
+            .change_message_visibility_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await;
+        match answer {
+            Ok(out) => {
+                for f in out.failed() {
+                    let message_id = f
+                        .id()
+                        .strip_prefix('m')
+                        .and_then(|i| i.parse::<usize>().ok())
+                        .and_then(|i| chunk.get(i))
+                        .map_or("-", |d| d.message_id.as_str());
+                    // The code only (ReceiptHandleIsInvalid, MessageNotInflight):
+                    // SQS's message text quotes the receipt handle.
+                    tracing::warn!(
+                        message_id,
+                        code = f.code(),
+                        sender_fault = f.sender_fault(),
+                        "SQS refused to set the message's visibility; it comes back after the queue's visibility timeout"
+                    );
+                }
+                let ok = out.successful().len() as u64;
+                ok.min(sent as u64)
+            }
+            Err(err) => {
+                let code = err.code().unwrap_or("transport");
+                tracing::warn!(
+                    messages = chunk.len(),
+                    code,
+                    "ChangeMessageVisibilityBatch failed; the messages come back after the queue's visibility timeout"
+                );
+                tracing::debug!(error = %aws_sdk_sqs::error::DisplayErrorContext(&err), "ChangeMessageVisibilityBatch error");
+                0
+            }
+        }
+    }
+}
+
+/// The SQS client's timeouts: the visibility call is the last thing before
+/// answering, within the deadline margin, so one attempt gets a second and
+/// the whole operation two.
+pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_millis(500))
+        .operation_attempt_timeout(Duration::from_secs(1))
+        .operation_timeout(Duration::from_secs(2))
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::batch::RecordReport;
+    use crate::core::outcome::{Skip, Unsettled};
+    use crate::core::wire::ParseError;
+    use aws_lambda_events::event::sqs::SqsMessage;
+
+    #[test]
+    fn queue_urls_come_from_arns_and_nothing_else() {
+        for (arn, url) in [
+            (
+                "arn:aws:sqs:eu-west-1:111122223333:orders",
+                Some("https://sqs.eu-west-1.amazonaws.com/111122223333/orders"),
+            ),
+            (
+                "arn:aws:sqs:us-east-1:111122223333:orders.fifo",
+                Some("https://sqs.us-east-1.amazonaws.com/111122223333/orders.fifo"),
+            ),
+            (
+                "arn:aws-cn:sqs:cn-north-1:111122223333:q_1",
+                Some("https://sqs.cn-north-1.amazonaws.com.cn/111122223333/q_1"),
+            ),
+            (
+                "arn:aws-us-gov:sqs:us-gov-west-1:111122223333:q",
+                Some("https://sqs.us-gov-west-1.amazonaws.com/111122223333/q"),
+            ),
+            ("arn:aws:sns:us-east-1:111122223333:topic", None),
+            ("arn:aws:sqs:us-east-1:111122223333:a/b", None),
+            ("arn:aws:sqs:us-east-1::orders", None),
+            ("arn:aws:sqs:us-east-1:1:a:b", None),
+            ("arn:other:sqs:us-east-1:1:a", None),
+            ("orders", None),
+            ("", None),
+        ] {
+            assert_eq!(queue_url(arn).as_deref(), url, "{arn}");
+        }
+    }
+
+    #[derive(
+        Debug, Clone, PartialEq, strum::IntoStaticStr, strum::VariantNames, strum::Display,
+    )]
+    enum Toy {
+        Done,
+        Early,
+        Conflict,
+        #[strum(transparent)]
+        Unsettled(Unsettled),
+    }
+    impl From<Unsettled> for Toy {
+        fn from(u: Unsettled) -> Self {
+            Toy::Unsettled(u)
+        }
+    }
+    impl Verdict for Toy {
+        type Failure = crate::core::error::StoreError;
+        fn unsettled(&self) -> Option<&Unsettled> {
+            match self {
+                Toy::Unsettled(u) => Some(u),
+                _ => None,
+            }
+        }
+        fn acknowledge(&self) -> bool {
+            matches!(self, Toy::Done)
+        }
+        fn label(&self) -> &'static str {
+            self.into()
+        }
+        fn level(&self) -> tracing::Level {
+            tracing::Level::INFO
+        }
+        fn own_retry_class(&self) -> RetryClass {
+            match self {
+                Toy::Conflict => RetryClass::Hopeless,
+                _ => RetryClass::Predecessor,
+            }
+        }
+    }
+
+    fn message(id: &str, receive_count: Option<&str>, arn: Option<&str>) -> SqsMessage {
+        let mut m = SqsMessage::default();
+        m.message_id = Some(id.into());
+        m.receipt_handle = Some(format!("rh-{id}"));
+        m.event_source_arn = arn.map(str::to_owned);
+        if let Some(n) = receive_count {
+            m.attributes
+                .insert("ApproximateReceiveCount".into(), n.into());
+        }
+        m
+    }
+
+    fn report(outcomes: Vec<Toy>) -> BatchReport<Toy> {
+        BatchReport {
+            records: outcomes
+                .into_iter()
+                .enumerate()
+                .map(|(i, outcome)| RecordReport {
+                    record_id: Some(format!("m{i}")),
+                    key: None,
+                    outcome,
+                })
+                .collect(),
+            ..BatchReport::default()
+        }
+    }
+
+    const ARN: &str = "arn:aws:sqs:us-east-1:111122223333:orders";
+
+    #[test]
+    fn each_unacknowledged_message_gets_its_class_delay_from_its_receive_count() {
+        let records = [
+            message("m0", Some("1"), Some(ARN)),
+            message("m1", Some("3"), Some(ARN)),
+            message("m2", Some("2"), Some(ARN)),
+            message("m3", Some("4"), Some(ARN)),
+            message("m4", Some("2"), Some(ARN)),
+            message("m5", Some("2"), Some(ARN)),
+            message("m6", Some("9"), Some(ARN)),
+        ];
+        let r = report(vec![
+            Toy::Done,
+            Toy::Early,
+            Toy::Conflict,
+            Toy::Unsettled(Unsettled::Failed(crate::core::error::StoreError::Timeout)),
+            Toy::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
+            Toy::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked)),
+            Toy::Early,
+        ]);
+        // The largest draw: the ceilings themselves.
+        let planned = plan(&BackoffPolicy::default(), &records, &r, |c| c);
+        let got: Vec<(&str, RetryClass, u64)> = planned
+            .iter()
+            .map(|d| (d.message_id.as_str(), d.class, d.visibility_secs))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("m1", RetryClass::Predecessor, 4),
+                ("m2", RetryClass::Hopeless, 0),
+                ("m3", RetryClass::Dependency, 40),
+                ("m4", RetryClass::Hopeless, 0),
+                ("m5", RetryClass::Immediate, 0),
+                ("m6", RetryClass::Predecessor, 60),
+            ],
+            "the acknowledged m0 is left alone"
+        );
+        assert!(planned.iter().all(|d| d.queue_url
+            == "https://sqs.us-east-1.amazonaws.com/111122223333/orders"
+            && d.receipt_handle == format!("rh-{}", d.message_id)));
+    }
+
+    #[test]
+    fn records_that_cannot_be_redelivered_early_are_left_to_the_queue() {
+        let records = [
+            message("m0", None, Some(ARN)),      // no receive count: the first
+            message("m1", Some("x"), Some(ARN)), // unreadable: the first
+            message("m2", Some("2"), None),      // no source ARN
+            message("m3", Some("2"), Some("arn:aws:kinesis:us-east-1:1:s")),
+        ];
+        let mut no_handle = message("m4", Some("2"), Some(ARN));
+        no_handle.receipt_handle = None;
+        let records: Vec<SqsMessage> = records.into_iter().chain([no_handle]).collect();
+        let r = report(vec![Toy::Early; 5]);
+        let planned = plan(&BackoffPolicy::default(), &records, &r, |c| c);
+        let got: Vec<(&str, u64)> = planned
+            .iter()
+            .map(|d| (d.message_id.as_str(), d.visibility_secs))
+            .collect();
+        assert_eq!(got, [("m0", 1), ("m1", 1)]);
+
+        let mut starved = report(vec![Toy::Early; 5]);
+        starved.starved = Some(crate::core::batch::Starved {
+            budget_ms: 1,
+            margin_ms: 2,
+        });
+        assert!(plan(&BackoffPolicy::default(), &records, &starved, |c| c).is_empty());
+    }
+}
