@@ -142,10 +142,18 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
     order_bodies = list(plan.sent)
     ledger_bodies = list(plan.ledger.sent)
     n_poison = order_bodies.count(plan.poison)
-    # A ledger event that committed its own transaction (the entry holds its
-    # eventId) is answered from DynamoDB's ClientRequestToken while the
-    # token lives (10 minutes, always the case here): success, nothing
-    # written, reported Applied. Every other replay is a Duplicate.
+    if tamper:
+        say("     E2E_REPLAY_TAMPER=1: one replayed order event and one payment are altered")
+        i = next(i for i, b in enumerate(order_bodies) if '"evt-2002-4"' in b)
+        order_bodies[i] = order_bodies[i].replace('"seq":4', '"seq":5').replace('"evt-2002-4"', '"evt-2002-x"')
+        j = next(j for j, b in enumerate(ledger_bodies) if '"evt-pay-e2"' in b)
+        ledger_bodies[j] = ledger_bodies[j].replace("pay-e2", "pay-x2")
+
+    # Of the bodies really sent: a ledger event that committed its own
+    # transaction (the entry holds its eventId) is answered from DynamoDB's
+    # ClientRequestToken while the token lives (10 minutes, always the case
+    # here): success, nothing written, reported Applied. Every other replay
+    # is a Duplicate.
     entries = before["ledger"]
     token_replays = 0
     for b in ledger_bodies:
@@ -153,12 +161,6 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
         entry = (f"pay:{ev['paymentId']}" if ev["type"] == "PaymentCaptured" else f"refund:{ev['refundId']}")
         if entries.get(entry, {}).get("event_id", {}).get("S") == ev["eventId"]:
             token_replays += 1
-    if tamper:
-        say("     E2E_REPLAY_TAMPER=1: one replayed order event and one payment are altered")
-        i = next(i for i, b in enumerate(order_bodies) if '"evt-2002-4"' in b)
-        order_bodies[i] = order_bodies[i].replace('"seq":4', '"seq":5').replace('"evt-2002-4"', '"evt-2002-x"')
-        j = next(j for j, b in enumerate(ledger_bodies) if '"evt-pay-e2"' in b)
-        ledger_bodies[j] = ledger_bodies[j].replace("pay-e2", "pay-x2")
 
     work = [(qurl, b) for b in order_bodies] + [(pqurl, b) for b in ledger_bodies]
     rng.shuffle(work)
