@@ -18,7 +18,7 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) AWS_ENDPOINT_URL_DYNAMODB=http://127.0
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help demo test validate build build-host local invoke table deploy fmt lint smoke e2e bench release
+.PHONY: help demo test validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench release
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under
 
 e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB with redrive
 	bash scripts/e2e/run.sh
+
+redrive: ## Move a DLQ back to its source queue: QUEUE=orders|payments [STACK=name] (StartMessageMoveTask)
+	QUEUE="$(QUEUE)" STACK="$(STACK)" ENDPOINT="$(ENDPOINT)" MAX_RATE="$(MAX_RATE)" bash scripts/redrive.sh
 
 deploy: $(CARGO_LAMBDA) ## validate, check parameters, sam build, sam deploy (--guided the first time); PARAMS="K=V ..."
 	PARAMS="$(PARAMS)" bash scripts/deploy.sh

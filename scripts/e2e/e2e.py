@@ -27,6 +27,7 @@ import urllib.request
 from collections import Counter, defaultdict
 
 import latency
+import replay
 
 REGION = "us-east-1"
 STACK = "order-consumer-e2e"
@@ -449,6 +450,7 @@ def run(args):
         "RustLog": "info",
     }
     deployed = False
+    provider = None
     try:
         # The webhook URL lives in an SSM SecureString parameter, as in AWS
         # (NotifyWebhookUrlParameter's default name); the template passes only
@@ -464,6 +466,7 @@ def run(args):
         checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
         plan = run_scenario(c, out, params, args, checks)
         check_notifications(c, out, plan, provider, args, checks)
+        replay.backfill(sys.modules[__name__], c, out, plan, provider, params, args, checks)
     except Failure as e:
         checks.check(False, "run completed", str(e))
     except Exception as e:  # noqa: BLE001 - report, delete the stack, fail
@@ -471,6 +474,8 @@ def run(args):
         traceback.print_exc()
         checks.check(False, "run completed", f"unexpected {type(e).__name__}: {e}")
     finally:
+        if provider:
+            provider.close()
         if deployed and not args.keep_stack:
             status = delete_stack(c)
             step(f"stack {STACK}: {status}")
@@ -506,10 +511,12 @@ class LedgerRun:
         self.qurl, self.dlq = out["PaymentQueueUrl"], out["PaymentDeadLetterQueueUrl"]
         self.ledger, self.accounts = out["LedgerTableName"], out["AccountsTableName"]
         fn = out["PaymentLedgerFunctionName"]
+        self.sent = []          # every body sent (replayed by replay.py)
         for m in lam.list_event_source_mappings(FunctionName=fn)["EventSourceMappings"]:
             fix_scaling_config(endpoint, lam, m)
 
     def send(self, bodies):
+        self.sent.extend(bodies)
         self.sqs.send_message_batch(
             QueueUrl=self.qurl,
             Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)])
@@ -620,7 +627,6 @@ def check_notifications(c, out, plan, provider, args, checks):
                  f"got {dict(statuses)}")
     v, nv, _ = queue_counts(c["sqs"], out["NotifierFailureQueueUrl"])
     checks.check(v + nv == 0, "order notifier: its failure destination is empty", f"{v + nv} message(s)")
-    provider.close()
 
 
 def run_scenario(c, out, params, args, checks):
@@ -658,6 +664,7 @@ def run_scenario(c, out, params, args, checks):
 
     # The payment ledger runs alongside: its early refund goes first.
     ledger = LedgerRun(c, out, args.endpoint)
+    plan.ledger = ledger
     ledger.send_early()
 
     # 1. The early event: ord-2003's OrderPaid, alone, before its OrderPlaced.
@@ -819,7 +826,7 @@ def run_scenario(c, out, params, args, checks):
     # DLQ.
     dlq_msgs = []
     for _ in range(5):
-        r = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=60,
+        r = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=10,
                                 AttributeNames=["All"], WaitTimeSeconds=0)
         got = r.get("Messages", [])
         if not got:
