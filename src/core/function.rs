@@ -103,14 +103,15 @@ impl<H: Handler> Function<H> {
         let response = report.failures().map(E::response);
         if let Some(redelivery) = &self.redelivery {
             // After the failure list is final, before answering: the delay
-            // only decides when a returned message comes back. Half the
-            // deadline margin stays for the answer itself.
-            let delays = redelivery::plan(redelivery.policy(), event.records(), &report, |c| {
-                fastrand::u64(0..=c)
-            });
-            let margin = self.runtime.deadline_margin / 2;
-            let until = deadline.checked_sub(margin).unwrap_or(deadline);
-            report.visibility = redelivery.apply(delays, until).await;
+            // only decides when a returned message comes back.
+            let plan = redelivery::plan(
+                redelivery.policy(),
+                event.records(),
+                &report,
+                crate::core::backoff::jitter,
+            );
+            let until = redelivery::cutoff(deadline, self.runtime.deadline_margin, Instant::now());
+            report.visibility = redelivery.apply(plan, until).await;
         }
         if let Err(e) = &response {
             tracing::error!(error = %e, "failing the invocation");

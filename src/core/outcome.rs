@@ -160,7 +160,13 @@ pub trait Verdict:
         match self.unsettled() {
             Some(Unsettled::Invalid(_)) => RetryClass::Hopeless,
             Some(Unsettled::Failed(_)) => RetryClass::Dependency,
-            Some(Unsettled::NotAttempted(_)) => RetryClass::Immediate,
+            // A group held behind its failed head comes right back behind
+            // it. A record the deadline cut off waits like a dependency
+            // failure: a batch that keeps running out of time is usually a
+            // slow table, and coming back at once would spend its receives
+            // in seconds.
+            Some(Unsettled::NotAttempted(Skip::FifoGroupBlocked)) => RetryClass::Immediate,
+            Some(Unsettled::NotAttempted(Skip::Deadline)) => RetryClass::Dependency,
             None => self.own_retry_class(),
         }
     }
@@ -280,6 +286,10 @@ mod tests {
         );
         assert_eq!(
             Toy::not_attempted(Skip::Deadline).retry_class(),
+            RetryClass::Dependency
+        );
+        assert_eq!(
+            Toy::not_attempted(Skip::FifoGroupBlocked).retry_class(),
             RetryClass::Immediate
         );
         assert_eq!(Toy::Done.level(), Level::INFO);

@@ -20,6 +20,7 @@
 //! and no permission beyond `sqs:ChangeMessageVisibility` on the function's
 //! own queue are needed.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
@@ -97,35 +98,72 @@ pub fn queue_url(arn: &str) -> Option<String> {
     Some(format!("https://sqs.{region}.{suffix}/{account}/{name}"))
 }
 
-/// The new visibility of every message `report` does not acknowledge and
-/// whose record says where it came from; `draw` is the jitter (uniform in
-/// `0..=ceiling`). Nothing when the invocation was starved: then there is no
-/// time to spend on it.
+/// What to change: the delays, and how many returned messages cannot be
+/// delayed (no receipt handle, no source ARN, an ARN of a partition this
+/// module does not know). Those count as failed, so a deployment where the
+/// backoff never works does not look healthy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// One per message to delay.
+    pub delays: Vec<Delay>,
+    /// Returned messages that cannot be delayed.
+    pub unplannable: u64,
+}
+
+/// The new visibility of every message `report` does not acknowledge;
+/// `draw(n)` is the jitter (uniform in `0..=n`,
+/// [`crate::core::backoff::jitter`]). Nothing when the invocation was
+/// starved: then there is no time to spend on it.
 pub fn plan<R: BatchRecord, O: Verdict>(
     policy: &BackoffPolicy,
     records: &[R],
     report: &BatchReport<O>,
     mut draw: impl FnMut(u64) -> u64,
-) -> Vec<Delay> {
+) -> Plan {
+    let mut plan = Plan::default();
     if report.starved.is_some() {
-        return Vec::new();
+        return plan;
     }
-    records
-        .iter()
-        .zip(&report.records)
-        .filter(|(_, r)| !r.outcome.acknowledged())
-        .filter_map(|(record, r)| {
-            let back = record.redelivery()?;
-            let class = r.outcome.retry_class();
-            Some(Delay {
-                message_id: r.record_id.clone().unwrap_or_default(),
-                queue_url: queue_url(back.queue_arn)?,
-                receipt_handle: back.receipt_handle.to_owned(),
-                class,
-                visibility_secs: policy.delay_secs(class, back.receive_count, &mut draw),
-            })
-        })
-        .collect()
+    for (record, r) in records.iter().zip(&report.records) {
+        if r.outcome.acknowledged() {
+            continue;
+        }
+        let target = record
+            .redelivery()
+            .and_then(|back| Some((back, queue_url(back.queue_arn)?)));
+        let Some((back, queue_url)) = target else {
+            plan.unplannable += 1;
+            continue;
+        };
+        let class = r.outcome.retry_class();
+        plan.delays.push(Delay {
+            message_id: r.record_id.clone().unwrap_or_default(),
+            queue_url,
+            receipt_handle: back.receipt_handle.to_owned(),
+            class,
+            visibility_secs: policy.delay_secs(class, back.receive_count, &mut draw),
+        });
+    }
+    plan
+}
+
+/// Time kept for the answer after the visibility phase, at least.
+const ANSWER_RESERVE: Duration = Duration::from_millis(250);
+/// The visibility phase's own bound, whatever the deadline.
+const PHASE_MAX: Duration = Duration::from_secs(3);
+
+/// When the visibility phase must stop: half the deadline margin (at least
+/// [`ANSWER_RESERVE`]) before the deadline, and never more than
+/// [`PHASE_MAX`] from `now`, so a slow SQS costs each invocation at most
+/// that, and the answer is never pushed past the deadline, even with
+/// `DEADLINE_MARGIN_MS=0`.
+pub fn cutoff(deadline: Instant, margin: Duration, now: Instant) -> Instant {
+    let reserve = (margin / 2).max(ANSWER_RESERVE);
+    deadline
+        .checked_sub(reserve)
+        .unwrap_or(now)
+        .min(now + PHASE_MAX)
+        .max(now)
 }
 
 /// SQS takes at most ten entries per batch call.
@@ -152,12 +190,25 @@ impl Redelivery {
         &self.policy
     }
 
-    /// Apply `delays`, giving up at `until` (what is unconfirmed then counts
+    /// Apply `plan`, giving up at `until` (what is unconfirmed then counts
     /// as failed). Never fails: the outcome is only a count.
-    pub async fn apply(&self, delays: Vec<Delay>, until: Instant) -> VisibilityTally {
+    pub async fn apply(&self, plan: Plan, until: Instant) -> VisibilityTally {
+        let Plan {
+            delays,
+            unplannable,
+        } = plan;
+        if unplannable > 0 {
+            tracing::warn!(
+                messages = unplannable,
+                "returned messages without a receipt handle or an SQS queue ARN this function can address; they come back after the queue's visibility timeout"
+            );
+        }
         let total = delays.len() as u64;
         if total == 0 {
-            return VisibilityTally::default();
+            return VisibilityTally {
+                changed: 0,
+                failed: unplannable,
+            };
         }
         let mut by_queue: Vec<(String, Vec<Delay>)> = Vec::new();
         for d in delays {
@@ -174,25 +225,26 @@ impl Redelivery {
                     .collect::<Vec<_>>()
             })
             .collect();
-        let run = futures_util::stream::iter(calls)
-            .map(|(url, chunk)| self.call(url, chunk))
-            .buffer_unordered(CALLS_AT_ONCE)
-            .fold(0u64, |n, changed| async move { n + changed });
-        let changed = match tokio::time::timeout_at(until, run).await {
-            Ok(changed) => changed,
-            Err(_elapsed) => {
-                tracing::warn!(
-                    messages = total,
-                    "setting the messages' visibility took past the deadline; unconfirmed ones come back after the queue's visibility timeout"
-                );
-                // Confirmations that arrived before the cutoff are not
-                // known here; count conservatively: none.
-                0
-            }
-        };
+        // Counted as confirmations arrive, so that a cutoff keeps the
+        // calls that completed before it.
+        let confirmed = AtomicU64::new(0);
+        let run = futures_util::stream::iter(calls).for_each_concurrent(
+            CALLS_AT_ONCE,
+            |(url, chunk)| async {
+                let n = self.call(url, chunk).await;
+                confirmed.fetch_add(n, Ordering::Relaxed);
+            },
+        );
+        if tokio::time::timeout_at(until, run).await.is_err() {
+            tracing::warn!(
+                messages = total,
+                "setting the messages' visibility ran out of time; unconfirmed ones come back after the delay SQS applied, if it did, else after the queue's visibility timeout"
+            );
+        }
+        let changed = confirmed.load(Ordering::Relaxed).min(total);
         VisibilityTally {
             changed,
-            failed: total - changed,
+            failed: total - changed + unplannable,
         }
     }
 
@@ -383,6 +435,7 @@ mod tests {
             message("m4", Some("2"), Some(ARN)),
             message("m5", Some("2"), Some(ARN)),
             message("m6", Some("9"), Some(ARN)),
+            message("m7", Some("1"), Some(ARN)),
         ];
         let r = report(vec![
             Toy::Done,
@@ -392,9 +445,12 @@ mod tests {
             Toy::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
             Toy::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked)),
             Toy::Early,
+            Toy::Unsettled(Unsettled::NotAttempted(Skip::Deadline)),
         ]);
         // The largest draw: the ceilings themselves.
         let planned = plan(&BackoffPolicy::default(), &records, &r, |c| c);
+        assert_eq!(planned.unplannable, 0);
+        let planned = planned.delays;
         let got: Vec<(&str, RetryClass, u64)> = planned
             .iter()
             .map(|d| (d.message_id.as_str(), d.class, d.visibility_secs))
@@ -408,6 +464,10 @@ mod tests {
                 ("m4", RetryClass::Hopeless, 0),
                 ("m5", RetryClass::Immediate, 0),
                 ("m6", RetryClass::Predecessor, 60),
+                // Cut off by the deadline: not straight back, or a batch that
+                // keeps running out of time would spend its receives in
+                // seconds.
+                ("m7", RetryClass::Dependency, 5),
             ],
             "the acknowledged m0 is left alone"
         );
@@ -429,7 +489,12 @@ mod tests {
         let records: Vec<SqsMessage> = records.into_iter().chain([no_handle]).collect();
         let r = report(vec![Toy::Early; 5]);
         let planned = plan(&BackoffPolicy::default(), &records, &r, |c| c);
+        assert_eq!(
+            planned.unplannable, 3,
+            "counted, so they show as VisibilityFailed"
+        );
         let got: Vec<(&str, u64)> = planned
+            .delays
             .iter()
             .map(|d| (d.message_id.as_str(), d.visibility_secs))
             .collect();
@@ -440,6 +505,25 @@ mod tests {
             budget_ms: 1,
             margin_ms: 2,
         });
-        assert!(plan(&BackoffPolicy::default(), &records, &starved, |c| c).is_empty());
+        assert_eq!(
+            plan(&BackoffPolicy::default(), &records, &starved, |c| c),
+            Plan::default()
+        );
+    }
+
+    #[test]
+    fn the_visibility_phase_keeps_time_for_the_answer() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // Half the margin before the deadline...
+        assert_eq!(cutoff(now + s(2), s(2), now), now + s(1));
+        // ...but never more than 3 s of the invocation...
+        assert_eq!(cutoff(now + s(900), s(2), now), now + s(3));
+        // ...and at least 250 ms for the answer, even with no margin.
+        assert_eq!(cutoff(now + s(2), Duration::ZERO, now), now + ms(1_750));
+        // No time left: nothing is attempted.
+        assert_eq!(cutoff(now + ms(100), s(2), now), now);
+        assert_eq!(cutoff(now, s(2), now), now);
     }
 }

@@ -73,15 +73,19 @@ impl LedgerEvent {
         }
     }
 
-    /// `ClientRequestToken` for the transaction: derived from the eventId
-    /// and the event's content, at most 36 characters. An SDK retry (or a
-    /// redelivery) of the same event within DynamoDB's 10-minute window is
-    /// then a no-op that reports success; the same eventId with different
-    /// content gets another token, so it is checked (and refused) instead
-    /// of colliding with IdempotentParameterMismatch.
-    pub fn request_token(&self) -> String {
+    /// `ClientRequestToken` for one attempt at the transaction: derived
+    /// from the event's content and `attempt` (unique per apply call), at
+    /// most 36 characters. The SDK's own retries of that call resend the
+    /// same token, so a retry of a transaction whose answer was lost is a
+    /// no-op that reports success: this attempt did commit it. A
+    /// redelivery is another attempt with another token, so the entry's
+    /// condition judges it and it is counted as what it is, a Duplicate;
+    /// with a token per event, DynamoDB would answer a redelivery within 10
+    /// minutes with a success indistinguishable from a first commit.
+    pub fn request_token(&self, attempt: &str) -> String {
         let mut h = Sha256::new();
         for part in [
+            attempt,
             self.event_id.as_str(),
             self.type_name(),
             &self.entry_id(),
@@ -202,17 +206,22 @@ mod tests {
     }
 
     #[test]
-    fn the_request_token_follows_the_event_and_its_content() {
+    fn the_request_token_follows_the_attempt_the_event_and_its_content() {
         let a = parse(&capture()).unwrap();
-        let t = a.request_token();
+        let t = a.request_token("attempt-1");
         assert_eq!(t.len(), 32, "ClientRequestToken allows at most 36");
-        assert_eq!(parse(&capture()).unwrap().request_token(), t);
+        assert_eq!(parse(&capture()).unwrap().request_token("attempt-1"), t);
+        assert_ne!(
+            a.request_token("attempt-2"),
+            t,
+            "a redelivery is another attempt"
+        );
         let mut changed = capture();
         changed["amount"] = json!(501);
-        assert_ne!(parse(&changed).unwrap().request_token(), t);
+        assert_ne!(parse(&changed).unwrap().request_token("attempt-1"), t);
         let mut other_event = capture();
         other_event["eventId"] = json!("evt-2");
-        assert_ne!(parse(&other_event).unwrap().request_token(), t);
+        assert_ne!(parse(&other_event).unwrap().request_token("attempt-1"), t);
     }
 
     #[test]

@@ -85,9 +85,10 @@ impl LedgerStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
-            // Derived from the event: an SDK retry of a transaction that did
-            // commit (the answer was lost) is a no-op reporting success.
-            .client_request_token(ev.request_token())
+            // One token per attempt (see `request_token`): the SDK's retry of
+            // this call after a lost answer is a no-op reporting success; a
+            // redelivery is judged by the entry's condition.
+            .client_request_token(ev.request_token(&unique_id()))
             .send()
             .await;
         match result {
@@ -152,9 +153,10 @@ impl LedgerStore {
 
     /// The transaction's items, in the order [`map_error`] reads the
     /// cancellation reasons: the new entry, (refunds) the capture, the
-    /// account. Deterministic for a given event (no processing time inside),
-    /// which the ClientRequestToken requires: the same token with other
-    /// parameters would be an IdempotentParameterMismatch.
+    /// account. Nothing in them varies between the SDK's retries of one
+    /// call (no processing time inside), which the ClientRequestToken
+    /// requires: the same token with other parameters would be an
+    /// IdempotentParameterMismatch.
     fn transaction(&self, ev: &LedgerEvent) -> Result<Vec<TransactWriteItem>, StoreError> {
         let amount = i128::from(ev.amount.get());
         let all_old = ReturnValuesOnConditionCheckFailure::AllOld;

@@ -111,3 +111,23 @@ async fn nothing_is_called_when_every_record_is_acknowledged() {
     assert_eq!(sqs.calls(), 0);
     assert_eq!(report.visibility, Default::default());
 }
+
+#[tokio::test]
+async fn a_hanging_sqs_is_cut_off_with_time_left_for_the_answer() {
+    let db = TestDb::new().await;
+    let (c, sqs) = consumer(&db).await;
+    sqs.set_mode(Mode::Hang);
+    // Margin 2 s: records stop at 0.6 s, the visibility phase at 1.6 s (half
+    // the margin before the deadline), before the SDK's own 2 s timeout.
+    let deadline = Instant::now() + Duration::from_millis(2_600);
+    let (report, response) = c.handle_batch(&fifo_batch(), deadline).await;
+    let answered = Instant::now();
+    assert_eq!(failed_ids(&response.expect("an answer")), ["a3", "a2"]);
+    assert!(
+        answered + Duration::from_millis(900) <= deadline,
+        "answered {:?} before the deadline",
+        deadline.saturating_duration_since(answered)
+    );
+    assert_eq!(report.visibility.failed, 2);
+    assert_eq!(report.visibility.changed, 0);
+}
