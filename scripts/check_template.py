@@ -21,7 +21,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NO_VALUE = object()  # result of {"Ref": "AWS::NoValue"}
 
@@ -52,6 +55,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "owns": [
             "OrderQueue", "DeadLetterQueue", "OrdersTable", "OrderConsumerRole", "OrderConsumerLogGroup",
             "OrderConsumerFunction", "DeadLetterQueueAlarm", "FunctionErrorsAlarm",
+            "OrderQueueAgeAlarm", "OrderConsumerThrottlesAlarm", "OrderConsumerEarlyAlarm",
+            "OrderConsumerConflictAlarm", "OrderConsumerVisibilityFailedAlarm",
         ],
         "outputs": ["QueueUrl", "QueueArn", "DeadLetterQueueUrl", "DeadLetterQueueArn", "TableName",
                     "FunctionName", "LogGroupName"],
@@ -65,7 +70,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "owns": [
             "PaymentQueue", "PaymentDeadLetterQueue", "LedgerTable", "AccountsTable", "PaymentLedgerRole",
             "PaymentLedgerLogGroup", "PaymentLedgerFunction", "PaymentDeadLetterQueueAlarm",
-            "PaymentLedgerErrorsAlarm", "PaymentLedgerSuspendedAlarm",
+            "PaymentLedgerErrorsAlarm", "PaymentLedgerSuspendedAlarm", "PaymentQueueAgeAlarm",
+            "PaymentLedgerThrottlesAlarm", "PaymentLedgerVisibilityFailedAlarm",
         ],
         "outputs": ["PaymentQueueUrl", "PaymentDeadLetterQueueUrl", "LedgerTableName", "AccountsTableName",
                     "PaymentLedgerFunctionName"],
@@ -90,7 +96,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "owns": [
             "NotificationsTable", "NotifierFailureQueue", "OrderNotifierRole", "OrderNotifierLogGroup",
             "OrderNotifierFunction", "NotifierFailureQueueAlarm", "OrderNotifierIteratorAgeAlarm",
-            "OrderNotifierRejectedAlarm", "OrderNotifierErrorsAlarm",
+            "OrderNotifierRejectedAlarm", "OrderNotifierErrorsAlarm", "OrderNotifierThrottlesAlarm",
         ],
         "outputs": ["NotificationsTableName", "NotifierFailureQueueUrl", "OrderNotifierFunctionName"],
         # The orders table's stream has no other reader (see the template).
@@ -585,6 +591,39 @@ def _(m: Model) -> None:
             found.add(p["MetricName"])
     missing = [w for w in wanted if w not in found]
     assert not missing, f"no alarm on {namespace}/{missing} > 0 by FunctionName"
+
+
+@check("alarms: source queue's oldest-message age, the function's Throttles, and (SQS) VisibilityFailed")
+def _(m: Model) -> None:
+    fn = m.function()
+    found = {"throttles": False}
+    if sqs_fed(m):
+        found |= {"age": False, "visibility": False}
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
+        metric = p.get("MetricName")
+        if metric == "Throttles" and dims.get("FunctionName") == {"Ref": fn} and p.get("Namespace") == "AWS/Lambda":
+            found["throttles"] = True
+        if sqs_fed(m) and metric == "ApproximateAgeOfOldestMessage" and getatt_target(
+            dims.get("QueueName"), "QueueName"
+        ) == m.source_queue():
+            found["age"] = True
+        if sqs_fed(m) and metric == "VisibilityFailed" and dims == {"FunctionName": {"Ref": fn}}:
+            found["visibility"] = True
+    assert all(found.values()), f"missing alarm(s): {[k for k, v in found.items() if not v]}"
+
+
+@check("every alarm has a description and an entry in the operator's runbook (docs/operations.md)")
+def _(m: Model) -> None:
+    runbook = (ROOT / "docs" / "operations.md").read_text()
+    missing = []
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        desc = m.props(lid).get("AlarmDescription")
+        assert isinstance(desc, str) and len(desc) > 40, f"{lid}: AlarmDescription {desc!r}"
+        if f"`{lid}`" not in runbook:
+            missing.append(lid)
+    assert not missing, f"alarms with no runbook entry in docs/operations.md: {missing}"
 
 
 @check("FifoQueue=false: both queues are standard")
