@@ -62,7 +62,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                     "FunctionName", "LogGroupName"],
         "tables": {"OrdersTable": ({"dynamodb:UpdateItem"}, "order_id")},
         "env_tables": {"TABLE_NAME": "OrdersTable"},
-        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "RUST_LOG", "METRICS_NAMESPACE"],
+        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "METRICS_NAMESPACE"],
         "fifo_param": True,
     },
     "PaymentLedgerFunction": {
@@ -83,7 +83,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             "AccountsTable": ({"dynamodb:UpdateItem"}, "account_id"),
         },
         "env_tables": {"LEDGER_TABLE": "LedgerTable", "ACCOUNTS_TABLE": "AccountsTable"},
-        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
+        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "METRICS_NAMESPACE"],
         "fifo_param": False,
         # EMF outcome counts that mean "a person must act": events parked in
         # suspense (acknowledged, so neither the DLQ nor Errors would show them).
@@ -115,7 +115,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             }
         },
         "env_tables": {"NOTIFICATIONS_TABLE": "NotificationsTable"},
-        "env_vars": ["NOTIFY_WEBHOOK_URL_PARAMETER", "MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "RUST_LOG", "METRICS_NAMESPACE"],
+        "env_vars": ["NOTIFY_WEBHOOK_URL_PARAMETER", "MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "METRICS_NAMESPACE"],
         "fifo_param": False,
         # The webhook URL is a secret: the environment names its SSM
         # parameter (this variable, a Ref of this template parameter), never
@@ -769,6 +769,15 @@ def _(m: Model) -> None:
         assert actions == ["ssm:GetParameter"], f"SSM actions {actions} (only ssm:GetParameter is needed)"
         # The evaluator substitutes the parameter's default into the Sub.
         assert r == want, f"ssm:GetParameter on {r!r}, expected exactly {want!r}"
+
+
+@check("JSON logs with Lambda's ApplicationLogLevel/SystemLogLevel parameters; no TRACE level offered", per_function=True)
+def _(m: Model) -> None:
+    lc = m.props(m.function()).get("LoggingConfig", {})
+    assert lc.get("LogFormat") == "JSON", f"LogFormat {lc.get('LogFormat')!r}"
+    assert lc.get("ApplicationLogLevel") == "INFO" and lc.get("SystemLogLevel") == "WARN", f"LoggingConfig {lc}"
+    allowed = [str(a) for a in m.t.get("Parameters", {}).get("ApplicationLogLevel", {}).get("AllowedValues", [])]
+    assert allowed and "TRACE" not in allowed, f"ApplicationLogLevel allows {allowed}"
 
 
 @check("RustLog offers no trace level (the SDK logs whole requests, secrets included, at trace)", per_function=False)

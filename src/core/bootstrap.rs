@@ -15,29 +15,122 @@ pub fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Erro
     })
 }
 
-/// JSON logs to stdout (CloudWatch), level from RUST_LOG (default info).
+/// JSON logs to stdout (CloudWatch). The level: `RUST_LOG` when set (a full
+/// tracing filter, for local debugging), else Lambda's
+/// `AWS_LAMBDA_LOG_LEVEL` (set from the function's `LoggingConfig`
+/// ApplicationLogLevel), else info.
 pub fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = log_filter(&|k| std::env::var(k).ok());
     // Only fails if a subscriber is already installed (then keep that one).
     let _ = tracing::subscriber::set_global_default(json_logs(std::io::stdout, filter));
 }
 
-/// The functions' log format: one JSON object per line, with the current
-/// span's fields (messageId, orderId, eventId, seq, outcome) on every line of
-/// a record. Public so that tests check the lines the functions really write.
+/// The log filter from `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (TRACE,
+/// DEBUG, INFO, WARN, ERROR, FATAL; FATAL is tracing's ERROR), else info. An
+/// unreadable value falls back to info rather than failing the cold start:
+/// logging must never stop the function consuming.
+pub fn log_filter(get: &impl Fn(&str) -> Option<String>) -> EnvFilter {
+    if let Some(f) = get("RUST_LOG")
+        .filter(|s| !s.trim().is_empty())
+        .and_then(|s| EnvFilter::try_new(s).ok())
+    {
+        return f;
+    }
+    let level = match get("AWS_LAMBDA_LOG_LEVEL")
+        .map(|s| s.trim().to_ascii_uppercase())
+        .as_deref()
+    {
+        Some("TRACE") => "trace",
+        Some("DEBUG") => "debug",
+        Some("WARN") => "warn",
+        Some("ERROR") | Some("FATAL") => "error",
+        _ => "info",
+    };
+    EnvFilter::new(level)
+}
+
+/// The functions' log format: one flat JSON object per line with the keys
+/// Powertools for AWS Lambda users search by (`level`, `message`,
+/// `service`, `cold_start`, `function_name`, `function_memory_size`,
+/// `function_arn`, `function_request_id`, `xray_trace_id`) and ours
+/// (`message_id`, `order_id`, `event_id`, `seq`, `outcome`, ...): the fields
+/// of every span the line is in, from the invocation's to the record's,
+/// then the event's own. Public so that tests check the lines the functions
+/// really write.
 pub fn json_logs<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     tracing_subscriber::fmt()
-        .json()
+        .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+        .event_format(FlatJson)
         .with_env_filter(filter)
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_target(false)
-        .without_time() // Lambda timestamps every line already.
         .with_writer(writer)
         .finish()
+}
+
+/// The line format of [`json_logs`]. Lambda timestamps every line already,
+/// so there is no time key.
+struct FlatJson;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for FlatJson
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use serde_json::{Map, Value};
+        let mut line = Map::new();
+        line.insert(
+            "level".into(),
+            Value::from(event.metadata().level().as_str()),
+        );
+        if let Some(scope) = ctx.event_scope() {
+            for span in scope.from_root() {
+                let extensions = span.extensions();
+                let Some(fields) = extensions.get::<tracing_subscriber::fmt::FormattedFields<N>>()
+                else {
+                    continue;
+                };
+                // JsonFields keeps each span's fields as a JSON object.
+                if let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(fields) {
+                    line.extend(fields);
+                }
+            }
+        }
+        event.record(&mut JsonVisitor(&mut line));
+        writeln!(writer, "{}", Value::Object(line))
+    }
+}
+
+/// An event's fields into the line's object.
+struct JsonVisitor<'a>(&'a mut serde_json::Map<String, serde_json::Value>);
+
+impl tracing::field::Visit for JsonVisitor<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0
+            .insert(field.name().into(), format!("{value:?}").into());
+    }
 }
 
 /// The DynamoDB client, with the retry and timeout policy of
@@ -69,4 +162,36 @@ pub async fn redelivery(runtime: &Runtime) -> Option<Redelivery> {
         aws_sdk_sqs::Client::new(&sdk_config),
         policy,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_log_overrides_lambdas_log_level() {
+        let filter = |env: &[(&str, &str)]| {
+            log_filter(&|k| {
+                env.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            })
+            .to_string()
+        };
+        assert_eq!(filter(&[]), "info");
+        assert_eq!(filter(&[("AWS_LAMBDA_LOG_LEVEL", "DEBUG")]), "debug");
+        assert_eq!(filter(&[("AWS_LAMBDA_LOG_LEVEL", "FATAL")]), "error");
+        assert_eq!(filter(&[("AWS_LAMBDA_LOG_LEVEL", "loud")]), "info");
+        assert_eq!(
+            filter(&[
+                ("AWS_LAMBDA_LOG_LEVEL", "ERROR"),
+                ("RUST_LOG", "warn,order_consumer=debug")
+            ]),
+            "order_consumer=debug,warn" // EnvFilter lists directives most specific first
+        );
+        assert_eq!(
+            filter(&[("AWS_LAMBDA_LOG_LEVEL", "WARN"), ("RUST_LOG", " ")]),
+            "warn"
+        );
+    }
 }

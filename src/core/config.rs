@@ -31,6 +31,10 @@ pub struct Runtime {
     pub metrics_namespace: String,
     /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda): the metric dimension.
     pub function_name: String,
+    /// `POWERTOOLS_SERVICE_NAME` (default: the function's own name, e.g.
+    /// `order-consumer`): the `service` key of every log line and the
+    /// `service` dimension of the metrics, as Powertools names them.
+    pub service: String,
     /// `RETRY_BACKOFF` (`on`, the default, or `off`) and the
     /// `BACKOFF_*` curves ([`BackoffPolicy::from_lookup`]): how soon an SQS
     /// message that is not acknowledged comes back. `None` when off: it
@@ -67,6 +71,7 @@ impl Runtime {
             )?),
             metrics_namespace: optional("METRICS_NAMESPACE", default_namespace),
             function_name: optional("AWS_LAMBDA_FUNCTION_NAME", default_function),
+            service: optional("POWERTOOLS_SERVICE_NAME", default_function),
             retry_backoff: match get("RETRY_BACKOFF")
                 .map(|s| s.trim().to_ascii_lowercase())
                 .as_deref()

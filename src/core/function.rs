@@ -4,8 +4,11 @@
 //! answers with the partial-batch response the source expects, or an
 //! invocation error named `{function}.{case}`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::core::batch::{
     self, BatchError, BatchReport, Handler, Settings, deadline_from_epoch_ms,
@@ -27,6 +30,9 @@ pub struct Function<H> {
     /// Sets the visibility of the SQS messages a batch returns (none for
     /// streams, or with `RETRY_BACKOFF=off`).
     redelivery: Option<Redelivery>,
+    /// Set until the first invocation has begun: `cold_start` in the logs
+    /// and `ColdStart` in the metrics.
+    cold: AtomicBool,
 }
 
 impl<H: Handler> Function<H> {
@@ -38,6 +44,7 @@ impl<H: Handler> Function<H> {
             runtime,
             error_prefix,
             redelivery: None,
+            cold: AtomicBool::new(true),
         }
     }
 
@@ -78,6 +85,31 @@ impl<H: Handler> Function<H> {
         &self,
         event: LambdaEvent<E>,
     ) -> Result<E::Response, Diagnostic> {
+        let cold_start = self.cold.swap(false, Ordering::Relaxed);
+        let cx = &event.context;
+        // The keys Powertools users search by, on every line of the
+        // invocation (the records' spans are its children).
+        let span = tracing::info_span!(
+            "invocation",
+            service = %self.runtime.service,
+            cold_start,
+            function_name = %self.runtime.function_name,
+            function_memory_size = cx.env_config.memory,
+            function_arn = %cx.invoked_function_arn,
+            function_request_id = %cx.request_id,
+            xray_trace_id = tracing::field::Empty,
+        );
+        if let Some(trace) = &cx.xray_trace_id {
+            span.record("xray_trace_id", trace.as_str());
+        }
+        self.run(event, cold_start).instrument(span).await
+    }
+
+    async fn run<E: BatchEvent<Record = H::Record>>(
+        &self,
+        event: LambdaEvent<E>,
+        cold_start: bool,
+    ) -> Result<E::Response, Diagnostic> {
         let deadline = deadline_from_epoch_ms(event.context.deadline);
         tracing::info!(
             request_id = %event.context.request_id,
@@ -87,7 +119,12 @@ impl<H: Handler> Function<H> {
             "batch received"
         );
         let (report, response) = self.handle_batch(&event.payload, deadline).await;
-        emit_metrics(&self.runtime, &report, self.redelivery.is_some());
+        emit_metrics(
+            &self.runtime,
+            &report,
+            self.redelivery.is_some(),
+            cold_start,
+        );
         response.map_err(|e| e.diagnostic(self.error_prefix))
     }
 
@@ -123,8 +160,14 @@ impl<H: Handler> Function<H> {
 /// The invocation's EMF line: a count per outcome, the batch size, the
 /// cache's hits and misses, and, for a function that sets returned
 /// messages' visibility, how many it set and how many it could not.
-pub fn emit_metrics<O: Verdict>(runtime: &Runtime, report: &BatchReport<O>, visibility: bool) {
+pub fn emit_metrics<O: Verdict>(
+    runtime: &Runtime,
+    report: &BatchReport<O>,
+    visibility: bool,
+    cold_start: bool,
+) {
     let mut extra = vec![
+        ("ColdStart", u64::from(cold_start)),
         ("BatchSize", report.records.len() as u64),
         ("CacheHits", report.cache_hits),
         ("CacheMisses", report.cache_misses),
@@ -136,6 +179,7 @@ pub fn emit_metrics<O: Verdict>(runtime: &Runtime, report: &BatchReport<O>, visi
     metrics::emit(&metrics::emf_document(
         &runtime.metrics_namespace,
         &runtime.function_name,
+        &runtime.service,
         &report.counts(),
         &extra,
     ));

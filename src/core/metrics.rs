@@ -34,10 +34,15 @@ impl OutcomeCounts {
 }
 
 /// Build the EMF document for one invocation. `extra` are further
-/// per-invocation counts (batch size, cache hits and misses).
+/// per-invocation counts (batch size, cache hits and misses, ColdStart).
+///
+/// Every metric is published under two dimension sets: `FunctionName`,
+/// which the template's alarms use, and `service`, the dimension
+/// Powertools for AWS Lambda users already chart by.
 pub fn emf_document(
     namespace: &str,
     function_name: &str,
+    service: &str,
     counts: &OutcomeCounts,
     extra: &[(&str, u64)],
 ) -> Value {
@@ -57,11 +62,12 @@ pub fn emf_document(
             "Timestamp": timestamp,
             "CloudWatchMetrics": [{
                 "Namespace": namespace,
-                "Dimensions": [["FunctionName"]],
+                "Dimensions": [["FunctionName"], ["service"]],
                 "Metrics": declared,
             }]
         },
         "FunctionName": function_name,
+        "service": service,
     });
     if let Value::Object(obj) = &mut doc {
         for (k, v) in values {
@@ -88,7 +94,13 @@ mod tests {
     #[test]
     fn document_has_every_outcome_and_its_declaration() {
         let counts = OutcomeCounts::tally(LABELS, ["Applied", "Applied", "Duplicate"]);
-        let doc = emf_document("NS", "fn", &counts, &[("BatchSize", 3), ("CacheHits", 1)]);
+        let doc = emf_document(
+            "NS",
+            "fn",
+            "svc",
+            &counts,
+            &[("BatchSize", 3), ("CacheHits", 1)],
+        );
         assert_eq!(doc["Applied"], 2);
         assert_eq!(doc["Duplicate"], 1);
         assert_eq!(doc["Early"], 0);
@@ -105,5 +117,13 @@ mod tests {
             assert!(doc.get(label).is_some(), "{label} has no value");
         }
         assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], "NS");
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["FunctionName"], ["service"]])
+        );
+        assert_eq!(
+            (doc["FunctionName"].clone(), doc["service"].clone()),
+            (json!("fn"), json!("svc"))
+        );
     }
 }

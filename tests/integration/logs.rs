@@ -64,9 +64,9 @@ impl Captured {
     fn records(&self) -> HashMap<String, Vec<Value>> {
         let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
         for line in self.lines() {
-            if line.pointer("/fields/message") == Some(&json!("record processed")) {
+            if line.pointer("/message") == Some(&json!("record processed")) {
                 let id = line
-                    .pointer("/span/message_id")
+                    .pointer("/message_id")
                     .and_then(Value::as_str)
                     .expect("every record line carries its messageId")
                     .to_owned();
@@ -185,24 +185,24 @@ async fn each_record_is_logged_once_at_its_level_with_its_ids_and_no_payload() {
         assert_eq!(lines.len(), 1, "{id}: exactly one line per record");
         let line = &lines[0];
         assert_eq!(line["level"], json!(level), "{id}: {line}");
-        assert_eq!(line.pointer("/span/outcome"), Some(&json!(outcome)), "{id}");
+        assert_eq!(line.pointer("/outcome"), Some(&json!(outcome)), "{id}");
         if outcome != "Invalid" {
             for field in ["order_id", "event_id", "seq", "event_type"] {
                 assert!(
-                    line.pointer(&format!("/span/{field}")).is_some(),
+                    line.pointer(&format!("/{field}")).is_some(),
                     "{id}: span field {field} missing: {line}"
                 );
             }
         }
         if let Some(b) = bodies.get(id) {
-            assert_eq!(line.pointer("/span/order_id"), Some(&b["orderId"]));
-            assert_eq!(line.pointer("/span/event_id"), Some(&b["eventId"]));
-            assert_eq!(line.pointer("/span/seq"), Some(&b["seq"]));
+            assert_eq!(line.pointer("/order_id"), Some(&b["orderId"]));
+            assert_eq!(line.pointer("/event_id"), Some(&b["eventId"]));
+            assert_eq!(line.pointer("/seq"), Some(&b["seq"]));
         }
     }
     let invalid_line = &records["m-invalid"][0];
     let detail = invalid_line
-        .pointer("/fields/detail")
+        .pointer("/detail")
         .and_then(Value::as_str)
         .unwrap_or_default();
     assert!(
@@ -231,7 +231,7 @@ async fn a_suspended_refund_is_logged_without_its_amounts() {
     let rejected: Vec<Value> = logs
         .lines()
         .into_iter()
-        .filter(|l| l.pointer("/span/outcome") == Some(&json!("Suspended")))
+        .filter(|l| l.pointer("/outcome") == Some(&json!("Suspended")))
         .collect();
     assert_eq!(rejected.len(), 1);
     assert_eq!(rejected[0]["level"], json!("WARN"));
@@ -286,11 +286,80 @@ async fn a_failing_webhook_request_is_logged_without_its_url() {
     assert!(
         lines
             .iter()
-            .any(|l| l.pointer("/fields/message") == Some(&json!("webhook request failed"))),
+            .any(|l| l.pointer("/message") == Some(&json!("webhook request failed"))),
         "the failure is logged"
     );
     let text = logs.text();
     for leak in ["SECRET-TOKEN-45", host.as_str(), "/notify"] {
         assert!(!text.contains(leak), "{leak:?} in the logs:\n{text}");
     }
+}
+
+/// Every line of an invocation carries the keys Powertools users search by,
+/// with the invocation's own values: `cold_start` true on the first one
+/// only, the request id of the invocation it belongs to.
+#[tokio::test]
+async fn every_line_carries_the_powertools_keys_of_its_invocation() {
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let logs = Captured::default();
+    let _guard = logs.install();
+    let now_ms = order_consumer::core::time::epoch_ms();
+    let arn = "arn:aws:lambda:us-east-1:111122223333:function:order-consumer";
+    for (i, trace) in [
+        (1, Some("Root=1-5759e988-bd862e3fe1be46a994272793")),
+        (2, None),
+    ] {
+        let mut ctx = lambda_runtime::Context::default();
+        ctx.deadline = now_ms + 30_000;
+        ctx.request_id = format!("req-{i}");
+        ctx.invoked_function_arn = arn.into();
+        ctx.xray_trace_id = trace.map(str::to_owned);
+        let event = batch_of(&[body(
+            "ord-keys",
+            i,
+            ["OrderPlaced", "OrderPaid"][i as usize - 1],
+            &format!("e{i}"),
+        )]);
+        c.handle(lambda_runtime::LambdaEvent::new(event, ctx))
+            .await
+            .expect("an answer");
+    }
+    let lines = logs.lines();
+    for i in [1u64, 2] {
+        let mine: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["function_request_id"] == json!(format!("req-{i}")))
+            .collect();
+        assert!(
+            mine.iter()
+                .any(|l| l["message"] == json!("record processed")),
+            "invocation {i} wrote its record line: {lines:?}"
+        );
+        for l in &mine {
+            assert_eq!(l["cold_start"], json!(i == 1), "{l}");
+            assert_eq!(l["service"], json!("order-consumer"), "{l}");
+            assert_eq!(l["function_name"], json!("order-consumer"), "{l}");
+            assert_eq!(l["function_arn"], json!(arn), "{l}");
+            assert!(l["function_memory_size"].is_number(), "{l}");
+            assert!(l["level"].is_string() && l["message"].is_string(), "{l}");
+            assert_eq!(
+                l.get("xray_trace_id").is_some(),
+                i == 1,
+                "the trace id when Lambda gives one: {l}"
+            );
+        }
+        let record = mine
+            .iter()
+            .find(|l| l["message"] == json!("record processed"))
+            .expect("record line");
+        assert_eq!(record["outcome"], json!("Applied"));
+        assert_eq!(record["order_id"], json!("ord-keys"));
+        assert_eq!(record["event_id"], json!(format!("e{i}")));
+    }
+    // Nothing of the invocation is written outside its span.
+    assert!(
+        lines.iter().all(|l| l.get("function_request_id").is_some()),
+        "{lines:?}"
+    );
 }

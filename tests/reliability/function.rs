@@ -162,8 +162,8 @@ impl Logs {
         }
         if index
             && let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v.pointer("/fields/message").and_then(Value::as_str) == Some("record processed")
-            && let Some(id) = v.pointer("/span/message_id").and_then(Value::as_str)
+            && v.pointer("/message").and_then(Value::as_str) == Some("record processed")
+            && let Some(id) = v.pointer("/message_id").and_then(Value::as_str)
         {
             st.records
                 .get_or_insert_with(HashMap::new)

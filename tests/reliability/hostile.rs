@@ -286,7 +286,7 @@ fn assert_fresh(env: &LambdaEnv, ids: &[String]) {
 }
 
 fn outcome_of(line: &Value) -> &str {
-    line.pointer("/span/outcome")
+    line.pointer("/outcome")
         .and_then(Value::as_str)
         .unwrap_or("?")
 }
@@ -396,7 +396,7 @@ async fn bodies_case(h: &Harness, bodies: Vec<String>) -> Result<(), TestCaseErr
                     Some("ERROR")
                 );
                 let detail = line
-                    .pointer("/fields/detail")
+                    .pointer("/detail")
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 prop_assert_eq!(detail, format!("Invalid: {e}"), "{}", short);
