@@ -57,6 +57,9 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             "OrderConsumerFunction", "DeadLetterQueueAlarm", "FunctionErrorsAlarm",
             "OrderQueueAgeAlarm", "OrderConsumerThrottlesAlarm", "OrderConsumerEarlyAlarm",
             "OrderConsumerConflictAlarm", "OrderConsumerVisibilityFailedAlarm",
+            # One dashboard for the stack; the other functions add widgets
+            # to it only when they are deployed.
+            "Dashboard",
         ],
         "outputs": ["QueueUrl", "QueueArn", "DeadLetterQueueUrl", "DeadLetterQueueArn", "TableName",
                     "FunctionName", "LogGroupName"],
@@ -195,6 +198,14 @@ class Evaluator:
             if key == "Fn::Contains":
                 values, needle = self.ev(arg[0]), self.ev(arg[1])
                 return str(needle) in [str(v) for v in values]
+            if key == "Fn::Sub" and isinstance(arg, list) and len(arg) == 2:
+                names = {k: self.ev(v) for k, v in arg[1].items()}
+                if all(isinstance(v, str) for v in names.values()):
+                    return re.sub(
+                        r"\$\{([A-Za-z0-9_:]+)\}",
+                        lambda m: names.get(m.group(1), self.params.get(m.group(1), m.group(0))),
+                        arg[0],
+                    )
             if key == "Fn::Sub" and isinstance(arg, str):
                 return re.sub(
                     r"\$\{([A-Za-z0-9_:]+)\}",
@@ -624,6 +635,51 @@ def _(m: Model) -> None:
         if f"`{lid}`" not in runbook:
             missing.append(lid)
     assert not missing, f"alarms with no runbook entry in docs/operations.md: {missing}"
+
+
+# What the functions emit (src/core/function.rs, the outcome enums' labels):
+# the dashboard may chart only these in their namespaces.
+EMF_METRICS = {
+    "Applied", "Duplicate", "Stale", "Rejected", "Early", "Conflict", "Invalid", "Failed", "NotAttempted",
+    "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy",
+    "BatchSize", "CacheHits", "CacheMisses", "ColdStart", "VisibilityChanged", "VisibilityFailed",
+}
+AWS_METRICS = {
+    "AWS/Lambda": {"Errors", "Throttles", "Duration", "ConcurrentExecutions", "IteratorAge", "Invocations"},
+    "AWS/SQS": {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
+                "ApproximateNumberOfMessagesNotVisible"},
+}
+
+
+@check("dashboard: its body is JSON, charts every deployed function, and names only metrics that exist", per_function=False)
+def _(m: Model) -> None:
+    dashboards = list(m.of_type("AWS::CloudWatch::Dashboard"))
+    if m.defaults.params.get("DeployDashboard") == "false":
+        assert not dashboards, f"DeployDashboard=false, yet {dashboards}"
+        return
+    assert len(dashboards) == 1, f"dashboards: {dashboards}"
+    raw = m.props(dashboards[0]).get("DashboardBody")
+    assert isinstance(raw, str), f"DashboardBody does not resolve to a string: {str(raw)[:200]}"
+    # Resource names stay ${X} after evaluation; any string parses the same.
+    body = json.loads(re.sub(r"\$\{[A-Za-z0-9_:.]+\}", "x", raw))
+    namespaces = {"OrderConsumer", "PaymentLedger", "OrderNotifier"}
+    charted = set()
+    for widget in body["widgets"]:
+        for line in widget["properties"]["metrics"]:
+            ns, name = line[0], line[1]
+            if ns in AWS_METRICS:
+                assert name in AWS_METRICS[ns], f"{ns}/{name} is not a metric this dashboard should chart"
+            else:
+                assert ns in namespaces, f"namespace {ns!r}"
+                assert name in EMF_METRICS, f"{ns}/{name}: no function emits it"
+        charted.update(str(x) for x in widget["properties"]["metrics"][0])
+    titles = " ".join(w["properties"]["title"] for w in body["widgets"])
+    for fn, label in (("OrderConsumerFunction", "order-consumer"), ("PaymentLedgerFunction", "payment-ledger"),
+                      ("OrderNotifierFunction", "order-notifier")):
+        if fn in m.res:
+            assert label in titles, f"{fn} is deployed but has no widget"
+        else:
+            assert label not in titles, f"{fn} is not deployed but has widgets"
 
 
 @check("FifoQueue=false: both queues are standard")
