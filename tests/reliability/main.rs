@@ -14,7 +14,7 @@
 //! assertions must catch); the faults come from the library's proxy,
 //! `order_consumer::testing::proxy`.
 //! Tests: `backoff`, `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
-//! `hostile`, `load`, and `ledger` (the payment-ledger binary).
+//! `hostile`, `load`, `logs`, and `ledger` (the payment-ledger binary).
 
 mod db;
 mod function;
@@ -33,3 +33,4 @@ mod faults;
 mod hostile;
 mod ledger;
 mod load;
+mod logs;
