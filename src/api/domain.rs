@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn classification_of_a_refused_claim() {
-        let now = 1_000_000_000; // ms
+        let now = 1_000_000; // ms: 1000 s
         let live = 2_000; // s: far after now
         let response = StoredResponse {
             status: 201,
