@@ -12,6 +12,10 @@
 //!   balance move in one `TransactWriteItems`.
 //! - [`notifier`] (`order-notifier`): the orders table's stream to a
 //!   webhook, with deterministic Idempotency-Keys.
+//! - [`api`] (`order-api`): `POST /orders` with an Idempotency-Key and
+//!   `GET /orders/{orderId}` behind an API Gateway HTTP API; the order and
+//!   its key commit in one `TransactWriteItems`, written exactly as the
+//!   order consumer writes an OrderPlaced.
 //! - `testing` (feature `testing`): test support as library code, for the
 //!   tests, benches and examples.
 //!
@@ -23,6 +27,7 @@
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics.rs).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod api;
 pub mod core;
 pub mod ledger;
 pub mod notifier;

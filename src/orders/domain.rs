@@ -122,6 +122,26 @@ impl OrderSnapshot {
     }
 }
 
+/// An order as the read side (`GET /orders/{orderId}` of the order API)
+/// shows it: its status, its last processed seq and its timestamps. Every
+/// attribute but the status and the seq is optional, so that an order
+/// written by any version of the consumer reads.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OrderView {
+    pub order_id: String,
+    pub status: Status,
+    pub last_event_seq: u64,
+    pub customer_id: Option<String>,
+    pub amount: Option<u64>,
+    pub currency: Option<String>,
+    pub placed_at: Option<String>,
+    pub paid_at: Option<String>,
+    pub shipped_at: Option<String>,
+    pub delivered_at: Option<String>,
+    pub cancelled_at: Option<String>,
+    pub updated_at: Option<String>,
+}
+
 /// The entry an event adds to [`OrderSnapshot::processed_hashes`].
 pub fn processed_entry(event: &OrderEvent) -> String {
     format!("{}:{}", event.seq.get(), event.content_hash())

@@ -14,12 +14,12 @@ use std::time::SystemTime;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, Update};
 
-use crate::core::dynamo::{Conditional, from_item, n, s, send_conditional};
+use crate::core::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
 use crate::core::error::StoreError;
 use crate::core::time::rfc3339;
-use crate::orders::domain::{OrderSnapshot, Requires, processed_entry};
+use crate::orders::domain::{OrderSnapshot, OrderView, Requires, processed_entry};
 use crate::orders::event::{OrderEvent, Payload};
 
 /// The table's hash key.
@@ -120,132 +120,185 @@ impl OrderStore {
     /// Build (without sending) the conditional UpdateItem for `event`. Public
     /// so the benchmark can measure the per-message CPU cost without I/O.
     pub fn update_request(&self, event: &OrderEvent) -> UpdateItemFluentBuilder {
-        let kind = event.kind();
-        let mut values: HashMap<String, AttributeValue> = HashMap::new();
-        let mut put = |k: &str, v: AttributeValue| {
-            values.insert(k.to_owned(), v);
-        };
-
-        // The guard. `#st IN (...)` is false on a missing item, so a
-        // non-Placed event for an unknown order is refused with no item
-        // returned, which classification reads as "early".
-        let condition = match kind.requires() {
-            // An order's first event is its seq 1, and only that event may
-            // create the item.
-            Requires::Absent if event.seq.get() == 1 => format!("attribute_not_exists({KEY})"),
-            // An OrderPlaced with a later seq can never apply: it needs the
-            // item absent *and* its predecessor processed. The write is
-            // still sent, with that contradiction as its condition, because
-            // the refusal brings the item back (ALL_OLD) in the same
-            // request: none (Early: the order's real first events are still
-            // to come), or the order (Stale, Duplicate, or Rejected in turn).
-            Requires::Absent => {
-                put(":prev", n(event.seq.get() - 1));
-                format!("attribute_not_exists({KEY}) AND last_event_seq = :prev")
-            }
-            Requires::StatusIn(from) => {
-                let names: Vec<String> = from
-                    .iter()
-                    .enumerate()
-                    .map(|(i, st)| {
-                        let name = format!(":from{i}");
-                        put(&name, s(st.as_str()));
-                        name
-                    })
-                    .collect();
-                // Contiguous seqs: only the order's next event may apply. A
-                // lower seq is a redelivery (or superseded); a higher one
-                // must wait for its predecessors (see `classify_refusal`).
-                put(":prev", n(event.seq.get().saturating_sub(1)));
-                format!("#st IN ({}) AND last_event_seq = :prev", names.join(", "))
-            }
-        };
-
-        let mut set = vec![
-            "#st = :to",
-            "last_event_seq = :seq",
-            "last_event_id = :eid",
-            "last_event_type = :type",
-            "event_hash = :hash",
-            "updated_at = :now",
-            // The audit trail of applied eventIds: at most one entry per
-            // transition (the state machine has no cycles), and the cheapest
-            // proof that nothing was applied twice.
-            "history = list_append(if_not_exists(history, :nil), :eidl)",
-            // Every processed seq's content hash: a changed payload under an
-            // older seq is then a Conflict, not a silent Stale.
-            "processed_hashes = list_append(if_not_exists(processed_hashes, :nil), :ph)",
-        ];
-        put(":to", s(kind.target().as_str()));
-        put(":seq", n(event.seq.get()));
-        put(":eid", s(event.event_id.as_str()));
-        put(":type", s(kind.as_str()));
-        put(":hash", s(&event.content_hash()));
-        put(":now", s(&rfc3339(SystemTime::now())));
-        put(":nil", AttributeValue::L(vec![]));
-        put(":eidl", AttributeValue::L(vec![s(event.event_id.as_str())]));
-        put(":ph", AttributeValue::L(vec![s(&processed_entry(event))]));
-        put(":occ", s(event.occurred_at.as_str()));
-        match &event.payload {
-            Payload::Placed {
-                customer_id,
-                amount,
-                currency,
-            } => {
-                set.extend([
-                    "customer_id = :cust",
-                    "amount = :amt",
-                    "currency = :cur",
-                    "placed_at = :occ",
-                ]);
-                put(":cust", s(customer_id.as_str()));
-                put(":amt", n(amount.get()));
-                put(":cur", s(currency.as_str()));
-            }
-            Payload::Paid {
-                payment_id,
-                amount,
-                currency,
-            } => {
-                set.extend([
-                    "payment_id = :pay",
-                    "paid_amount = :amt",
-                    "paid_currency = :cur",
-                    "paid_at = :occ",
-                ]);
-                put(":pay", s(payment_id.as_str()));
-                put(":amt", n(amount.get()));
-                put(":cur", s(currency.as_str()));
-            }
-            Payload::Shipped {
-                carrier,
-                tracking_id,
-            } => {
-                set.extend([
-                    "carrier = :carrier",
-                    "tracking_id = :trk",
-                    "shipped_at = :occ",
-                ]);
-                put(":carrier", s(carrier));
-                put(":trk", s(tracking_id.as_str()));
-            }
-            Payload::Delivered => set.push("delivered_at = :occ"),
-            Payload::Cancelled { reason } => {
-                set.extend(["cancel_reason = :reason", "cancelled_at = :occ"]);
-                put(":reason", s(reason));
-            }
-        }
-        // Every value above is referenced (DynamoDB rejects unused ones):
-        // :seq by SET even where the guard (Placed) does not use it.
-
+        let e = expressions(event);
         self.client
             .update_item()
             .table_name(&self.table)
             .key(KEY, s(event.order_id.as_str()))
-            .update_expression(format!("SET {}", set.join(", ")))
-            .condition_expression(condition)
+            .update_expression(e.update)
+            .condition_expression(e.condition)
             .expression_attribute_names("#st", "status")
-            .set_expression_attribute_values(Some(values))
+            .set_expression_attribute_values(Some(e.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
+    /// The very same conditional write as [`Self::update_request`], as one
+    /// item of a `TransactWriteItems`: the order API commits an OrderPlaced
+    /// (seq 1) together with its idempotency record, and the item it writes
+    /// must be the one the consumer would have written, so that the rest of
+    /// the lifecycle arrives through SQS unchanged.
+    pub fn transact_update(&self, event: &OrderEvent) -> Result<Update, StoreError> {
+        let e = expressions(event);
+        Update::builder()
+            .table_name(&self.table)
+            .key(KEY, s(event.order_id.as_str()))
+            .update_expression(e.update)
+            .condition_expression(e.condition)
+            .expression_attribute_names("#st", "status")
+            .set_expression_attribute_values(Some(e.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(|_| StoreError::Client {
+                code: "ConstructionFailure".into(),
+            })
+    }
+
+    /// The order as the read side shows it (`GET /orders/{orderId}`), or
+    /// `None` when there is no such order. Strongly consistent: a client
+    /// that was just answered 201 must find its order.
+    pub async fn get(&self, order_id: &str) -> Result<Option<OrderView>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY, s(order_id))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error(&e, "GetItem"))?;
+        out.item.map(from_item::<OrderView>).transpose()
+    }
+}
+
+/// The parts of an event's conditional write, shared by the single
+/// UpdateItem and the transactional form.
+struct Expressions {
+    update: String,
+    condition: String,
+    values: HashMap<String, AttributeValue>,
+}
+
+fn expressions(event: &OrderEvent) -> Expressions {
+    let kind = event.kind();
+    let mut values: HashMap<String, AttributeValue> = HashMap::new();
+    let mut put = |k: &str, v: AttributeValue| {
+        values.insert(k.to_owned(), v);
+    };
+
+    // The guard. `#st IN (...)` is false on a missing item, so a
+    // non-Placed event for an unknown order is refused with no item
+    // returned, which classification reads as "early".
+    let condition = match kind.requires() {
+        // An order's first event is its seq 1, and only that event may
+        // create the item.
+        Requires::Absent if event.seq.get() == 1 => format!("attribute_not_exists({KEY})"),
+        // An OrderPlaced with a later seq can never apply: it needs the
+        // item absent *and* its predecessor processed. The write is
+        // still sent, with that contradiction as its condition, because
+        // the refusal brings the item back (ALL_OLD) in the same
+        // request: none (Early: the order's real first events are still
+        // to come), or the order (Stale, Duplicate, or Rejected in turn).
+        Requires::Absent => {
+            put(":prev", n(event.seq.get() - 1));
+            format!("attribute_not_exists({KEY}) AND last_event_seq = :prev")
+        }
+        Requires::StatusIn(from) => {
+            let names: Vec<String> = from
+                .iter()
+                .enumerate()
+                .map(|(i, st)| {
+                    let name = format!(":from{i}");
+                    put(&name, s(st.as_str()));
+                    name
+                })
+                .collect();
+            // Contiguous seqs: only the order's next event may apply. A
+            // lower seq is a redelivery (or superseded); a higher one
+            // must wait for its predecessors (see `classify_refusal`).
+            put(":prev", n(event.seq.get().saturating_sub(1)));
+            format!("#st IN ({}) AND last_event_seq = :prev", names.join(", "))
+        }
+    };
+
+    let mut set = vec![
+        "#st = :to",
+        "last_event_seq = :seq",
+        "last_event_id = :eid",
+        "last_event_type = :type",
+        "event_hash = :hash",
+        "updated_at = :now",
+        // The audit trail of applied eventIds: at most one entry per
+        // transition (the state machine has no cycles), and the cheapest
+        // proof that nothing was applied twice.
+        "history = list_append(if_not_exists(history, :nil), :eidl)",
+        // Every processed seq's content hash: a changed payload under an
+        // older seq is then a Conflict, not a silent Stale.
+        "processed_hashes = list_append(if_not_exists(processed_hashes, :nil), :ph)",
+    ];
+    put(":to", s(kind.target().as_str()));
+    put(":seq", n(event.seq.get()));
+    put(":eid", s(event.event_id.as_str()));
+    put(":type", s(kind.as_str()));
+    put(":hash", s(&event.content_hash()));
+    put(":now", s(&rfc3339(SystemTime::now())));
+    put(":nil", AttributeValue::L(vec![]));
+    put(":eidl", AttributeValue::L(vec![s(event.event_id.as_str())]));
+    put(":ph", AttributeValue::L(vec![s(&processed_entry(event))]));
+    put(":occ", s(event.occurred_at.as_str()));
+    match &event.payload {
+        Payload::Placed {
+            customer_id,
+            amount,
+            currency,
+        } => {
+            set.extend([
+                "customer_id = :cust",
+                "amount = :amt",
+                "currency = :cur",
+                "placed_at = :occ",
+            ]);
+            put(":cust", s(customer_id.as_str()));
+            put(":amt", n(amount.get()));
+            put(":cur", s(currency.as_str()));
+        }
+        Payload::Paid {
+            payment_id,
+            amount,
+            currency,
+        } => {
+            set.extend([
+                "payment_id = :pay",
+                "paid_amount = :amt",
+                "paid_currency = :cur",
+                "paid_at = :occ",
+            ]);
+            put(":pay", s(payment_id.as_str()));
+            put(":amt", n(amount.get()));
+            put(":cur", s(currency.as_str()));
+        }
+        Payload::Shipped {
+            carrier,
+            tracking_id,
+        } => {
+            set.extend([
+                "carrier = :carrier",
+                "tracking_id = :trk",
+                "shipped_at = :occ",
+            ]);
+            put(":carrier", s(carrier));
+            put(":trk", s(tracking_id.as_str()));
+        }
+        Payload::Delivered => set.push("delivered_at = :occ"),
+        Payload::Cancelled { reason } => {
+            set.extend(["cancel_reason = :reason", "cancelled_at = :occ"]);
+            put(":reason", s(reason));
+        }
+    }
+    // Every value above is referenced (DynamoDB rejects unused ones):
+    // :seq by SET even where the guard (Placed) does not use it.
+    Expressions {
+        update: format!("SET {}", set.join(", ")),
+        condition,
+        values,
     }
 }

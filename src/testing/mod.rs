@@ -19,6 +19,7 @@
 // Test support reports on stderr what it could not clean up.
 #![allow(clippy::print_stderr)]
 
+pub mod api;
 pub mod http1;
 pub mod provider;
 pub mod proxy;
@@ -29,7 +30,8 @@ pub mod stream_records;
 pub mod tables;
 
 pub use tables::{
-    create_orders_table, create_streamed_orders_table, create_streamed_table, create_table,
+    create_idempotency_table, create_orders_table, create_streamed_orders_table,
+    create_streamed_table, create_table,
 };
 
 use std::collections::HashMap;

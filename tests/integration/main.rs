@@ -2,6 +2,7 @@
 //! server (in-process dynoxide, or `AWS_ENDPOINT_URL_DYNAMODB`). One test
 //! binary, so the SDK and the server are linked once.
 
+mod api;
 mod batches;
 mod cache;
 mod faults;

@@ -1,0 +1,452 @@
+//! The order API (`order-api`): `POST /orders` with an `Idempotency-Key`
+//! and `GET /orders/{orderId}`, behind an API Gateway HTTP API
+//! (`lambda_http`). The policy a client can rely on is docs/api.md.
+//!
+//! - [`event`]: the HTTP contract: the key header, the content type, the
+//!   body (validated as the order consumer validates OrderPlaced), the
+//!   caller's [`event::Scope`].
+//! - [`domain`]: the fingerprint, the record key, what a stored record
+//!   means for a repeat ([`domain::classify`]), the problems. Pure.
+//! - [`store`]: the DynamoDB adapter: claim, commit (one
+//!   TransactWriteItems with the consumer's own OrderPlaced write), release.
+//! - [`OrderApi`] (here): the function; [`ApiConfig`]: its environment.
+//!
+//! An order created here is the order consumer's order after its
+//! OrderPlaced (seq 1): the rest of its lifecycle (OrderPaid seq 2, ...)
+//! arrives through SQS unchanged, and the notifier's PLACED notification
+//! comes from the table's stream.
+
+#![deny(missing_docs)]
+
+pub mod domain;
+pub mod event;
+pub mod store;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lambda_http::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, LOCATION, RETRY_AFTER};
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::{Body, Request, RequestExt, Response, service_fn};
+use serde::Serialize;
+
+use crate::core::config::{ConfigError, parse_in, required};
+use crate::core::error::StoreError;
+use crate::core::time::{epoch_ms, rfc3339, unique_id};
+use crate::core::wire::{Id, Timestamp};
+use crate::orders::domain::OrderView;
+use crate::orders::event::{OrderEvent, Payload, Seq};
+use domain::{Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, record_key};
+use event::{KeyError, PlaceOrder, Scope, is_json, parse_key, parse_place_order};
+use store::{ApiStore, Claim};
+
+/// `IDEMPOTENCY_TTL_SECONDS` when unset: 24 hours, as Stripe keeps keys.
+pub const DEFAULT_IDEMPOTENCY_TTL_SECONDS: u64 = 86_400;
+/// The header that publishes when a key expires (RFC 3339, UTC).
+pub const EXPIRES_HEADER: &str = "idempotency-expires";
+/// The header on a replayed response.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// Time kept before the invocation deadline to answer API Gateway: a
+/// DynamoDB call still running then is cut off and answered 503.
+pub const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
+/// The longest lease a claim takes, whatever deadline it is given (Lambda's
+/// own limit is 15 minutes).
+pub const MAX_LEASE: Duration = Duration::from_secs(900);
+
+/// The order API's configuration, read once per cold start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiConfig {
+    /// `TABLE_NAME` (required): the orders table.
+    pub table_name: String,
+    /// `IDEMPOTENCY_TABLE` (required): hash key `idempotency_key` (S),
+    /// TTL attribute `expires_at`.
+    pub idempotency_table: String,
+    /// `IDEMPOTENCY_TTL_SECONDS` (default 86400, 1..=31536000): how long a
+    /// key answers for its first request; after that it may be reused.
+    pub idempotency_ttl_seconds: u64,
+}
+
+impl ApiConfig {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Build from any lookup function (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(ApiConfig {
+            table_name: required(&get, "TABLE_NAME")?,
+            idempotency_table: required(&get, "IDEMPOTENCY_TABLE")?,
+            idempotency_ttl_seconds: parse_in(
+                &get,
+                "IDEMPOTENCY_TTL_SECONDS",
+                DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+                1..=31_536_000,
+            )?,
+        })
+    }
+}
+
+/// The `order-api` function: built once per cold start, shared by every
+/// invocation.
+#[derive(Debug, Clone)]
+pub struct OrderApi {
+    store: ApiStore,
+    ttl_seconds: u64,
+}
+
+/// The 201 body (and the stored one a replay sends byte for byte).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Created<'a> {
+    order_id: &'a str,
+    status: &'static str,
+    customer_id: &'a str,
+    amount: u64,
+    currency: &'a str,
+    created_at: &'a str,
+}
+
+/// The `GET /orders/{orderId}` body.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown<'a> {
+    order_id: &'a str,
+    status: &'static str,
+    last_event_seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    customer_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amount: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    currency: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paid_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shipped_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivered_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancelled_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<&'a str>,
+}
+
+impl OrderApi {
+    /// The function over `store`, with `config`'s key expiry.
+    pub fn new(store: ApiStore, config: &ApiConfig) -> Self {
+        OrderApi {
+            store,
+            ttl_seconds: config.idempotency_ttl_seconds,
+        }
+    }
+
+    /// Serve requests until the runtime stops.
+    pub async fn serve(&self) -> Result<(), lambda_http::Error> {
+        lambda_http::run(service_fn(|req: Request| async move {
+            // Lambda's deadline; a request without a Lambda context (none
+            // comes through `run`) gets the API Gateway limit of 30 s.
+            let deadline = req
+                .lambda_context_ref()
+                .map(|c| c.deadline)
+                .unwrap_or_else(|| epoch_ms() + 30_000);
+            Ok::<_, lambda_http::Error>(self.handle(req, deadline).await)
+        }))
+        .await
+    }
+
+    /// Answer one request. `deadline_ms` is the invocation's deadline
+    /// (epoch milliseconds): it bounds the key's in-progress lease and the
+    /// DynamoDB calls. Never fails: every error is a problem+json answer.
+    pub async fn handle(&self, req: Request, deadline_ms: u64) -> Response<Body> {
+        let path = req.uri().path();
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let method = req.method().clone();
+        let response = match (segments.as_slice(), &method) {
+            (["orders"], &Method::POST) => self.place(&req, deadline_ms).await,
+            (["orders"], _) => method_not_allowed("POST"),
+            ([_orders @ "orders", id], &Method::GET) => self.show(id, deadline_ms).await,
+            (["orders", _], _) => method_not_allowed("GET"),
+            _ => problem(ProblemKind::NotFound.with("no such route")),
+        };
+        tracing::info!(method = %method, status = response.status().as_u16(), "request");
+        response
+    }
+
+    async fn place(&self, req: &Request, deadline_ms: u64) -> Response<Body> {
+        let mut keys = req.headers().get_all("idempotency-key").iter();
+        let key = match (keys.next(), keys.next()) {
+            (None, _) => Err(KeyError::Missing),
+            (Some(_), Some(_)) => Err(KeyError::Repeated),
+            (Some(v), None) => parse_key(v.as_bytes()),
+        };
+        let key = match key {
+            Ok(k) => k,
+            Err(e) => return problem(ProblemKind::InvalidIdempotencyKey.with(e.to_string())),
+        };
+        let content_type = req.headers().get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+        if !is_json(content_type) {
+            return problem(
+                ProblemKind::UnsupportedMediaType
+                    .with("send the order as Content-Type: application/json"),
+            );
+        }
+        let (order, value) = match parse_place_order(req.body().as_ref()) {
+            Ok(parsed) => parsed,
+            Err(e) => return problem(ProblemKind::InvalidBody.with(e.to_string())),
+        };
+        let scope = Scope::of(req.request_context_ref().and_then(|c| c.authorizer()));
+        let fp = fingerprint(&value);
+        let record = record_key(&scope, &key);
+        let attempt = unique_id();
+        let now_ms = epoch_ms();
+        let max_lease = MAX_LEASE.as_millis() as u64;
+        let claim = Claim {
+            key: &record,
+            fingerprint: &fp,
+            attempt: &attempt,
+            lease_until: deadline_ms.clamp(now_ms.saturating_add(1), now_ms + max_lease),
+            expires_at: now_ms / 1000 + self.ttl_seconds,
+            now_ms,
+        };
+        let cutoff = cutoff(deadline_ms);
+        match cut(cutoff, self.store.claim(&claim)).await {
+            Ok(None) => {}
+            Ok(Some(stored)) => {
+                return match classify(&fp, stored.as_ref(), now_ms) {
+                    Refused::Replay(response) => stored_response(&response, true),
+                    Refused::OtherBody => problem(ProblemKind::KeyReused.with(
+                        "this Idempotency-Key was used with another request body; use a new key for a new request",
+                    )),
+                    // The first request usually answers within
+                    // milliseconds; its lease ends at its deadline at the
+                    // latest.
+                    Refused::InFlight => problem(
+                        ProblemKind::RequestInProgress
+                            .with("retry after the first request with this Idempotency-Key has been answered")
+                            .retry_after(1),
+                    ),
+                    Refused::Inconsistent => {
+                        store_problem(&StoreError::InconsistentRefusal)
+                    }
+                };
+            }
+            Err(e) => return store_problem(&e),
+        }
+        let (event, response) = match self.order_of(&order, claim.expires_at) {
+            Ok(built) => built,
+            Err(p) => {
+                self.store.release(&claim).await;
+                return problem(p);
+            }
+        };
+        match cut(cutoff, self.store.commit(&claim, &event, &response)).await {
+            Ok(()) => stored_response(&response, false),
+            Err(e) => {
+                self.store.release(&claim).await;
+                store_problem(&e)
+            }
+        }
+    }
+
+    /// The OrderPlaced (seq 1) this request becomes, and its 201 response.
+    fn order_of(
+        &self,
+        order: &PlaceOrder,
+        expires_at: u64,
+    ) -> Result<(OrderEvent, StoredResponse), Problem> {
+        let internal = |_| ProblemKind::Internal.with("the order could not be built");
+        // Random, not derived from the key: a key reused after it expired
+        // places a new order.
+        let order_id = format!("ord_{:032x}", fastrand::u128(..));
+        let created_at = rfc3339(SystemTime::now());
+        let event = OrderEvent {
+            event_id: Id::try_from(format!("{order_id}-placed").as_str()).map_err(internal)?,
+            order_id: Id::try_from(order_id.as_str()).map_err(internal)?,
+            seq: Seq::try_from(1).map_err(internal)?,
+            occurred_at: Timestamp::try_from(created_at.as_str()).map_err(internal)?,
+            payload: Payload::Placed {
+                customer_id: order.customer_id.clone(),
+                amount: order.amount,
+                currency: order.currency.clone(),
+            },
+        };
+        let body = serde_json::to_string(&Created {
+            order_id: &order_id,
+            status: "PLACED",
+            customer_id: order.customer_id.as_str(),
+            amount: order.amount.get(),
+            currency: order.currency.as_str(),
+            created_at: &created_at,
+        })
+        .map_err(|_| ProblemKind::Internal.with("the response could not be built"))?;
+        Ok((
+            event,
+            StoredResponse {
+                status: 201,
+                body,
+                location: format!("/orders/{order_id}"),
+                expires_at,
+            },
+        ))
+    }
+
+    async fn show(&self, id: &str, deadline_ms: u64) -> Response<Body> {
+        // An id that could not be an order's is not one.
+        if Id::try_from(id).is_err() {
+            return problem(ProblemKind::NotFound.with("no such order"));
+        }
+        let view: OrderView = match cut(cutoff(deadline_ms), self.store.orders().get(id)).await {
+            Ok(Some(v)) => v,
+            Ok(None) => return problem(ProblemKind::NotFound.with("no such order")),
+            Err(e) => return store_problem(&e),
+        };
+        let body = serde_json::to_string(&Shown {
+            order_id: &view.order_id,
+            status: view.status.as_str(),
+            last_event_seq: view.last_event_seq,
+            customer_id: view.customer_id.as_deref(),
+            amount: view.amount,
+            currency: view.currency.as_deref(),
+            created_at: view.placed_at.as_deref(),
+            paid_at: view.paid_at.as_deref(),
+            shipped_at: view.shipped_at.as_deref(),
+            delivered_at: view.delivered_at.as_deref(),
+            cancelled_at: view.cancelled_at.as_deref(),
+            updated_at: view.updated_at.as_deref(),
+        });
+        match body {
+            Ok(body) => respond(StatusCode::OK, "application/json", body, &[]),
+            Err(_) => problem(ProblemKind::Internal.with("the order could not be shown")),
+        }
+    }
+}
+
+/// When DynamoDB calls stop: the deadline less [`DEADLINE_MARGIN`].
+fn cutoff(deadline_ms: u64) -> tokio::time::Instant {
+    let left = deadline_ms.saturating_sub(epoch_ms());
+    tokio::time::Instant::now() + Duration::from_millis(left).saturating_sub(DEADLINE_MARGIN)
+}
+
+async fn cut<T>(
+    cutoff: tokio::time::Instant,
+    call: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout_at(cutoff, call)
+        .await
+        .unwrap_or(Err(StoreError::DeadlineExceeded))
+}
+
+fn store_problem(e: &StoreError) -> Response<Body> {
+    if e.is_retryable() {
+        tracing::warn!(error = %e, "DynamoDB did not confirm");
+        problem(
+            ProblemKind::Unavailable
+                .with("the order store did not answer in time or was throttled; nothing was stored")
+                .retry_after(1),
+        )
+    } else {
+        tracing::error!(error = %e, "DynamoDB refused the request");
+        problem(ProblemKind::Internal.with("the order store refused the request"))
+    }
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let p = ProblemKind::MethodNotAllowed.with(format!("this resource supports {allow} only"));
+    let mut r = problem(p);
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// A problem+json answer.
+fn problem(p: Problem) -> Response<Body> {
+    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_string(&p).unwrap_or_else(|_| {
+        r#"{"type":"urn:order-api:problem:internal-error","title":"The request could not be processed","status":500}"#.into()
+    });
+    let retry = p.retry_after.map(|s| (RETRY_AFTER.as_str(), s.to_string()));
+    respond(status, "application/problem+json", body, retry.as_slice())
+}
+
+/// The stored 201 (first time or replayed), with its key's expiry.
+fn stored_response(r: &StoredResponse, replayed: bool) -> Response<Body> {
+    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let expires = rfc3339(UNIX_EPOCH + Duration::from_secs(r.expires_at));
+    let mut headers = vec![
+        (LOCATION.as_str(), r.location.clone()),
+        (EXPIRES_HEADER, expires),
+    ];
+    if replayed {
+        headers.push((REPLAYED_HEADER, "true".into()));
+    }
+    respond(status, "application/json", r.body.clone(), &headers)
+}
+
+fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: String,
+    headers: &[(&str, String)],
+) -> Response<Body> {
+    let mut r = Response::new(Body::Text(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    for (name, value) in headers {
+        // Every value here is ours (ids, numbers, timestamps): ASCII.
+        if let (Ok(name), Ok(value)) = (
+            lambda_http::http::HeaderName::try_from(*name),
+            HeaderValue::try_from(value.as_str()),
+        ) {
+            r.headers_mut().insert(name, value);
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<ApiConfig, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ApiConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn configuration() {
+        assert_eq!(cfg(&[]), Err(ConfigError::Missing("TABLE_NAME")));
+        assert_eq!(
+            cfg(&[("TABLE_NAME", "o")]),
+            Err(ConfigError::Missing("IDEMPOTENCY_TABLE"))
+        );
+        let c = cfg(&[("TABLE_NAME", "o"), ("IDEMPOTENCY_TABLE", "i")]).unwrap();
+        assert_eq!(c.idempotency_ttl_seconds, 86_400);
+        let c = cfg(&[
+            ("TABLE_NAME", "o"),
+            ("IDEMPOTENCY_TABLE", "i"),
+            ("IDEMPOTENCY_TTL_SECONDS", "60"),
+        ])
+        .unwrap();
+        assert_eq!(c.idempotency_ttl_seconds, 60);
+        for bad in ["0", "-1", "soon", "31536001"] {
+            assert!(matches!(
+                cfg(&[
+                    ("TABLE_NAME", "o"),
+                    ("IDEMPOTENCY_TABLE", "i"),
+                    ("IDEMPOTENCY_TTL_SECONDS", bad),
+                ]),
+                Err(ConfigError::Invalid {
+                    var: "IDEMPOTENCY_TTL_SECONDS",
+                    ..
+                })
+            ));
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The order API under test: the orders table and the idempotency table on
+//! one local DynamoDB, and requests shaped exactly as an API Gateway HTTP
+//! API (payload 2.0) sends them, read by `lambda_http` itself.
+
+use std::collections::HashMap;
+
+use lambda_http::{Body, Request, Response};
+use serde_json::{Value, json};
+
+use crate::api::store::ApiStore;
+use crate::api::{ApiConfig, OrderApi};
+use crate::core::time::epoch_ms;
+use crate::testing::{TestDb, create_idempotency_table, scan_all};
+
+/// A [`TestDb`] (the orders table) with an idempotency table beside it.
+pub struct ApiDb {
+    /// The orders table and its client.
+    pub db: TestDb,
+    /// The idempotency table's name.
+    pub idempotency_table: String,
+}
+
+impl ApiDb {
+    /// Fresh tables on a fresh local DynamoDB (or the external endpoint).
+    pub async fn new() -> Self {
+        let db = TestDb::new().await;
+        let idempotency_table = format!("{}-idempotency", db.table);
+        create_idempotency_table(&db.client, &idempotency_table)
+            .await
+            .expect("create the idempotency table");
+        if let Ok(mut tables) = db.extra_tables.lock() {
+            tables.push(idempotency_table.clone());
+        }
+        ApiDb {
+            db,
+            idempotency_table,
+        }
+    }
+
+    /// The configuration the function would read, with `env` on top.
+    pub fn config(&self, env: &[(&str, &str)]) -> ApiConfig {
+        let mut vars: HashMap<String, String> = HashMap::from([
+            ("TABLE_NAME".to_owned(), self.db.table.clone()),
+            (
+                "IDEMPOTENCY_TABLE".to_owned(),
+                self.idempotency_table.clone(),
+            ),
+        ]);
+        vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        ApiConfig::from_lookup(|k| vars.get(k).cloned()).expect("valid test configuration")
+    }
+
+    /// The function over these tables.
+    pub fn api(&self, env: &[(&str, &str)]) -> OrderApi {
+        self.api_with_client(self.db.client.clone(), env)
+    }
+
+    /// The function with another DynamoDB client (a fault proxy, an
+    /// unreachable endpoint).
+    pub fn api_with_client(
+        &self,
+        client: aws_sdk_dynamodb::Client,
+        env: &[(&str, &str)],
+    ) -> OrderApi {
+        let config = self.config(env);
+        let orders =
+            crate::orders::store::OrderStore::new(client.clone(), config.table_name.clone());
+        OrderApi::new(
+            ApiStore::new(client, config.idempotency_table.clone(), orders),
+            &config,
+        )
+    }
+
+    /// Every order item.
+    pub async fn orders(&self) -> Vec<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        scan_all(&self.db.client, &self.db.table).await
+    }
+
+    /// Every idempotency record.
+    pub async fn records(&self) -> Vec<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        scan_all(&self.db.client, &self.idempotency_table).await
+    }
+}
+
+/// Who calls, as the HTTP API's authorizer reports it.
+#[derive(Debug, Clone)]
+pub enum Caller<'a> {
+    /// A route without an authorizer.
+    Anonymous,
+    /// A JWT authorizer's claims `iss` and `sub`.
+    Jwt(&'a str, &'a str),
+    /// An IAM-authorized caller's user ARN.
+    Iam(&'a str),
+}
+
+/// An API Gateway HTTP API (payload format 2.0) event, as JSON.
+pub fn event(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+    caller: &Caller<'_>,
+) -> Value {
+    let route = if path.starts_with("/orders/") {
+        format!("{method} /orders/{{orderId}}")
+    } else {
+        format!("{method} {path}")
+    };
+    let mut hs = serde_json::Map::new();
+    hs.insert(
+        "host".into(),
+        json!("abc123.execute-api.us-east-1.amazonaws.com"),
+    );
+    hs.insert("user-agent".into(), json!("curl/8.5.0"));
+    for (k, v) in headers {
+        // HTTP API lower-cases names and joins repeated headers with commas.
+        let k = k.to_ascii_lowercase();
+        let joined = match hs.get(&k).and_then(Value::as_str) {
+            Some(prev) => format!("{prev},{v}"),
+            None => (*v).to_owned(),
+        };
+        hs.insert(k, json!(joined));
+    }
+    let authorizer = match caller {
+        Caller::Anonymous => Value::Null,
+        Caller::Jwt(iss, sub) => {
+            json!({"jwt": {"claims": {"iss": iss, "sub": sub}, "scopes": null}})
+        }
+        Caller::Iam(arn) => json!({"iam": {"accessKey": "AKIAEXAMPLE", "accountId": "123456789012",
+            "callerId": "AIDAEXAMPLE", "principalOrgId": null, "userArn": arn, "userId": "AIDAEXAMPLE"}}),
+    };
+    let mut context = json!({
+        "accountId": "123456789012",
+        "apiId": "abc123",
+        "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+        "domainPrefix": "abc123",
+        "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                 "sourceIp": "192.0.2.1", "userAgent": "curl/8.5.0"},
+        "requestId": format!("req-{}", epoch_ms()),
+        "routeKey": route,
+        "stage": "$default",
+        "time": "02/Dec/2026:04:00:00 +0000",
+        "timeEpoch": epoch_ms(),
+    });
+    if !authorizer.is_null() {
+        context["authorizer"] = authorizer;
+    }
+    let mut ev = json!({
+        "version": "2.0",
+        "routeKey": route,
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": hs,
+        "requestContext": context,
+        "isBase64Encoded": false,
+    });
+    if let Some(id) = path.strip_prefix("/orders/") {
+        ev["pathParameters"] = json!({"orderId": id});
+    }
+    if let Some(b) = body {
+        ev["body"] = json!(b);
+    }
+    ev
+}
+
+/// The request `lambda_http` makes of an HTTP API event.
+pub fn request(ev: &Value) -> Request {
+    lambda_http::request::from_str(&ev.to_string()).expect("an HTTP API event lambda_http reads")
+}
+
+/// `POST /orders` with a JSON body and, if given, an Idempotency-Key.
+pub fn post(key: Option<&str>, body: &str, caller: &Caller<'_>) -> Request {
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(k) = key {
+        headers.push(("idempotency-key", k));
+    }
+    request(&event("POST", "/orders", &headers, Some(body), caller))
+}
+
+/// `GET /orders/{orderId}`.
+pub fn get(order_id: &str) -> Request {
+    request(&event(
+        "GET",
+        &format!("/orders/{order_id}"),
+        &[],
+        None,
+        &Caller::Anonymous,
+    ))
+}
+
+/// The body of a valid order.
+pub fn order_body(customer: &str, amount: u64) -> String {
+    json!({"customerId": customer, "amount": amount, "currency": "INR"}).to_string()
+}
+
+/// A deadline `secs` from now, as Lambda gives it (epoch milliseconds).
+pub fn deadline_in(secs: u64) -> u64 {
+    epoch_ms() + secs * 1000
+}
+
+/// A response's body as text.
+pub fn text(r: &Response<Body>) -> String {
+    match r.body() {
+        Body::Text(t) => t.clone(),
+        Body::Binary(b) => String::from_utf8_lossy(b).into_owned(),
+        Body::Empty => String::new(),
+        _ => String::new(),
+    }
+}
+
+/// A response's body as JSON (panics if it is not JSON).
+pub fn json_of(r: &Response<Body>) -> Value {
+    serde_json::from_str(&text(r)).expect("a JSON body")
+}
+
+/// One header's value as text.
+pub fn header<'a>(r: &'a Response<Body>, name: &str) -> Option<&'a str> {
+    r.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Is this a problem+json answer with `status`, whose body has the RFC 9457
+/// members and says that status?
+pub fn is_problem(r: &Response<Body>, status: u16) -> bool {
+    let Ok(body) = serde_json::from_str::<Value>(&text(r)) else {
+        return false;
+    };
+    r.status().as_u16() == status
+        && header(r, "content-type") == Some("application/problem+json")
+        && body["status"] == json!(status)
+        && body["type"].is_string()
+        && body["title"].is_string()
+        && body["detail"].is_string()
+}

@@ -1,0 +1,553 @@
+//! The order API against a real DynamoDB-compatible server, with real API
+//! Gateway HTTP API events read by `lambda_http`: every row of the contract
+//! (issue 15, docs/api.md), the order's lifecycle continuing through the
+//! order consumer, concurrency, and hostile input.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_http::{Body, Request, Response};
+use order_consumer::api::domain::{fingerprint, record_key};
+use order_consumer::api::event::Scope;
+use order_consumer::api::store::{ApiStore, Claim};
+use order_consumer::core::time::epoch_ms;
+use order_consumer::testing::api::*;
+use order_consumer::testing::proxy::{Fault, FaultProxy};
+use order_consumer::testing::{TestDb, batch_of, client_for, run};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const BODY: &str = r#"{"customerId":"cust-1","amount":150000,"currency":"INR"}"#;
+
+async fn send(api: &order_consumer::api::OrderApi, req: Request) -> Response<Body> {
+    api.handle(req, deadline_in(30)).await
+}
+
+fn order_id(r: &Response<Body>) -> String {
+    json_of(r)["orderId"].as_str().expect("orderId").to_owned()
+}
+
+fn without(
+    mut item: std::collections::HashMap<String, AttributeValue>,
+    names: &[&str],
+) -> std::collections::HashMap<String, AttributeValue> {
+    for n in names {
+        item.remove(*n);
+    }
+    item
+}
+
+#[tokio::test]
+async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let before = epoch_ms() / 1000;
+    let r = send(&api, post(Some("key-1"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(header(&r, "content-type"), Some("application/json"));
+    assert_eq!(header(&r, "idempotent-replayed"), None);
+    let body = json_of(&r);
+    let id = order_id(&r);
+    assert_eq!(
+        header(&r, "location"),
+        Some(format!("/orders/{id}").as_str())
+    );
+    assert_eq!(
+        body,
+        json!({"orderId": id, "status": "PLACED", "customerId": "cust-1", "amount": 150000,
+               "currency": "INR", "createdAt": body["createdAt"]})
+    );
+    // The expiry policy, published: 24 h from now by default.
+    let expires = header(&r, "idempotency-expires").expect("expiry header");
+    let stored = t.records().await;
+    assert_eq!(stored.len(), 1);
+    let exp: u64 = order_consumer::testing::s(&stored[0], "expires_at")
+        .parse()
+        .unwrap();
+    assert!((before + 86_400..=before + 86_402).contains(&exp), "{exp}");
+    assert_eq!(
+        expires,
+        order_consumer::core::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(exp))
+    );
+    // The key is not stored in the clear.
+    assert!(!format!("{stored:?}").contains("key-1"));
+
+    // The very item the order consumer writes for this OrderPlaced (seq 1).
+    let placed = json!({"eventId": format!("{id}-placed"), "orderId": id, "seq": 1,
+        "type": "OrderPlaced", "occurredAt": body["createdAt"],
+        "data": {"customerId": "cust-1", "amount": 150000, "currency": "INR"}});
+    let other = TestDb::new().await;
+    let (report, failed) = run(&other.consumer(), &batch_of(&[placed])).await;
+    let labels = order_consumer::testing::labels(&report);
+    assert_eq!((labels, failed.len()), (vec!["Applied"], 0));
+    let by_consumer = other.item(&id).await.expect("consumer's item");
+    let by_api = t.db.item(&id).await.expect("API's item");
+    assert_eq!(
+        without(by_api, &["updated_at"]),
+        without(by_consumer, &["updated_at"])
+    );
+}
+
+#[tokio::test]
+async fn the_rest_of_the_lifecycle_arrives_through_sqs_unchanged() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201);
+    let id = order_id(&r);
+    let g = send(&api, get(&id)).await;
+    assert_eq!(g.status(), 200);
+    let shown = json_of(&g);
+    assert_eq!(
+        (shown["status"].clone(), shown["lastEventSeq"].clone()),
+        (json!("PLACED"), json!(1))
+    );
+    assert_eq!(shown["createdAt"], json_of(&r)["createdAt"]);
+
+    // OrderPaid, seq 2, through the order consumer.
+    let paid = order_consumer::testing::body(&id, 2, "OrderPaid", "e-paid");
+    let (report, failed) = run(&t.db.consumer(), &batch_of(&[paid])).await;
+    let labels = order_consumer::testing::labels(&report);
+    assert_eq!((labels, failed.len()), (vec!["Applied"], 0));
+    let shown = json_of(&send(&api, get(&id)).await);
+    assert_eq!(shown["status"], "PAID");
+    assert_eq!(shown["lastEventSeq"], 2);
+    assert!(shown["paidAt"].is_string() && shown["updatedAt"].is_string());
+    assert_eq!(
+        t.db.history(&id).await,
+        [format!("{id}-placed"), "e-paid".into()]
+    );
+}
+
+#[tokio::test]
+async fn the_same_key_and_body_replays_the_stored_response_byte_for_byte() {
+    let t = ApiDb::new().await;
+    let (api, requests) = {
+        let counter = order_consumer::testing::RequestCounter::default();
+        let conf =
+            t.db.client
+                .config()
+                .to_builder()
+                .interceptor(counter.clone())
+                .build();
+        (
+            t.api_with_client(aws_sdk_dynamodb::Client::from_conf(conf), &[]),
+            counter,
+        )
+    };
+    let first = send(&api, post(Some("\"k-1\""), BODY, &Caller::Anonymous)).await;
+    assert_eq!(first.status(), 201);
+    let first_requests = requests.get();
+    // Other key order and whitespace, and the bare form of the same key.
+    let same = "{ \"currency\": \"INR\",\n  \"amount\": 150000, \"customerId\": \"cust-1\" }";
+    for key in ["k-1", "\"k-1\""] {
+        let again = send(&api, post(Some(key), same, &Caller::Anonymous)).await;
+        assert_eq!(again.status(), 201);
+        assert_eq!(text(&again), text(&first));
+        assert_eq!(header(&again, "location"), header(&first, "location"));
+        assert_eq!(
+            header(&again, "idempotency-expires"),
+            header(&first, "idempotency-expires")
+        );
+        assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    }
+    assert_eq!(first_requests, 2, "claim + transaction");
+    assert_eq!(
+        requests.get() - first_requests,
+        2,
+        "one request per replay, no read"
+    );
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_body_is_422() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    assert_eq!(
+        send(&api, post(Some("k"), BODY, &Caller::Anonymous))
+            .await
+            .status(),
+        201
+    );
+    let other = r#"{"customerId":"cust-1","amount":150001,"currency":"INR"}"#;
+    let r = send(&api, post(Some("k"), other, &Caller::Anonymous)).await;
+    assert!(is_problem(&r, 422), "{}", text(&r));
+    assert!(!text(&r).contains("150001"));
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let long = "k".repeat(256);
+    for key in [
+        None,
+        Some(""),
+        Some("\"\""),
+        Some(long.as_str()),
+        Some("\"open"),
+        Some("a b"),
+        Some("ключ"),
+    ] {
+        let r = send(&api, post(key, BODY, &Caller::Anonymous)).await;
+        assert!(is_problem(&r, 400), "{key:?}: {}", text(&r));
+        assert!(
+            json_of(&r)["detail"]
+                .as_str()
+                .unwrap()
+                .contains("Idempotency-Key")
+        );
+    }
+    // A control character cannot come through API Gateway's JSON as a
+    // header value lambda_http accepts; built directly, it is refused too.
+    for raw in [&b"a\tb"[..], b"\"a\tb\"", b"k\xff"] {
+        let mut req = post(Some("x"), BODY, &Caller::Anonymous);
+        req.headers_mut().insert(
+            "idempotency-key",
+            lambda_http::http::HeaderValue::from_bytes(raw).unwrap(),
+        );
+        assert!(is_problem(&send(&api, req).await, 400), "{raw:?}");
+    }
+    let mut req = post(Some("x"), BODY, &Caller::Anonymous);
+    req.headers_mut()
+        .append("idempotency-key", "y".parse().unwrap());
+    assert!(is_problem(&send(&api, req).await, 400), "a repeated header");
+
+    let secret = r#"{"customerId":"secret-customer","amount":-5,"currency":"INR"}"#;
+    for (body, field) in [
+        ("", "no body"),
+        ("{", "JSON"),
+        ("[]", "object"),
+        (r#"{"amount":5,"currency":"INR"}"#, "customerId"),
+        (secret, "amount"),
+        (
+            r#"{"customerId":"c","amount":5,"currency":"SECRET"}"#,
+            "currency",
+        ),
+    ] {
+        let r = send(&api, post(Some("fix-me"), body, &Caller::Anonymous)).await;
+        assert!(is_problem(&r, 400), "{body}: {}", text(&r));
+        let detail = json_of(&r)["detail"].as_str().unwrap().to_owned();
+        assert!(detail.contains(field), "{detail}");
+        assert!(
+            !text(&r).contains("secret") && !text(&r).contains("SECRET"),
+            "{}",
+            text(&r)
+        );
+    }
+    for ct in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+    ] {
+        let mut headers = vec![("idempotency-key", "fix-me")];
+        if let Some(ct) = ct {
+            headers.push(("content-type", ct));
+        }
+        let r = send(
+            &api,
+            request(&event(
+                "POST",
+                "/orders",
+                &headers,
+                Some(BODY),
+                &Caller::Anonymous,
+            )),
+        )
+        .await;
+        assert!(is_problem(&r, 415), "{ct:?}: {}", text(&r));
+    }
+    assert!(t.records().await.is_empty() && t.orders().await.is_empty());
+    // Nothing was stored: the same key, fixed, places the order.
+    let r = send(&api, post(Some("fix-me"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201);
+}
+
+#[tokio::test]
+async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    // A first attempt that claimed the key and died (or still runs): its
+    // invocation's deadline is 2 s away.
+    let store = ApiStore::new(
+        t.db.client.clone(),
+        t.idempotency_table.clone(),
+        t.db.store(),
+    );
+    let value: Value = serde_json::from_str(BODY).unwrap();
+    let (key, fp) = (record_key(&Scope::Anonymous, "k"), fingerprint(&value));
+    let now = epoch_ms();
+    let claim = Claim {
+        key: &key,
+        fingerprint: &fp,
+        attempt: "crashed-attempt",
+        lease_until: now + 2_000,
+        expires_at: now / 1000 + 86_400,
+        now_ms: now,
+    };
+    assert_eq!(store.claim(&claim).await, Ok(None));
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert!(is_problem(&r, 409), "{}", text(&r));
+    assert_eq!(header(&r, "retry-after"), Some("1"));
+    let other = r#"{"customerId":"cust-2","amount":1,"currency":"INR"}"#;
+    assert!(is_problem(
+        &send(&api, post(Some("k"), other, &Caller::Anonymous)).await,
+        422
+    ));
+    assert!(t.orders().await.is_empty());
+    // The lease ends with that deadline: the retry places the order.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(t.orders().await.len(), 1);
+    // The dead attempt cannot complete the key any more.
+    let late = order_consumer::api::domain::StoredResponse {
+        status: 201,
+        body: "{}".into(),
+        location: "/orders/x".into(),
+        expires_at: 0,
+    };
+    let ev = order_consumer::orders::event::parse_body(Some(
+        &order_consumer::testing::body("late", 1, "OrderPlaced", "late").to_string(),
+    ))
+    .unwrap();
+    assert!(store.commit(&claim, &ev, &late).await.is_err());
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+#[tokio::test]
+async fn dynamodb_unavailable_or_throttled_is_503_and_the_retry_succeeds() {
+    let t = ApiDb::new().await;
+    let down = FaultProxy::answering(Fault::Refuse).await;
+    let api = t.api_with_client(client_for(&down.url()), &[]);
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert!(is_problem(&r, 503), "{}", text(&r));
+    assert_eq!(header(&r, "retry-after"), Some("1"));
+    let g = send(&api, get("ord_x")).await;
+    assert!(is_problem(&g, 503), "{}", text(&g));
+
+    // The claim commits, the transaction is throttled: the claim is given
+    // back, so the retry is not held off by 409.
+    let proxy = FaultProxy::start(t.db.endpoint(), 15).await;
+    proxy.set(
+        Fault::ByOperation(&[("TransactWriteItems", Fault::Throttle("ThrottlingException"))]),
+        1.0,
+    );
+    let api = t.api_with_client(client_for(&proxy.url()), &[]);
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert!(is_problem(&r, 503), "{}", text(&r));
+    assert!(
+        t.records().await.is_empty() && t.orders().await.is_empty(),
+        "nothing half-stored"
+    );
+    proxy.heal();
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_expired_key_may_be_reused_whatever_ttl_has_deleted() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[("IDEMPOTENCY_TTL_SECONDS", "1")]);
+    let first = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(first.status(), 201);
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    // The record is still there (TTL deletes late, dynoxide not at all)...
+    assert_eq!(t.records().await.len(), 1);
+    // ...and no longer answers: a new order, even with another body.
+    let other = r#"{"customerId":"cust-2","amount":7,"currency":"USD"}"#;
+    let second = send(&api, post(Some("k"), other, &Caller::Anonymous)).await;
+    assert_eq!(second.status(), 201, "{}", text(&second));
+    assert_eq!(header(&second, "idempotent-replayed"), None);
+    assert_ne!(order_id(&first), order_id(&second));
+    assert_eq!(t.orders().await.len(), 2);
+}
+
+#[tokio::test]
+async fn keys_are_scoped_by_caller() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let callers = [
+        Caller::Anonymous,
+        Caller::Jwt("https://issuer", "alice"),
+        Caller::Jwt("https://issuer", "bob"),
+        Caller::Jwt("https://other-issuer", "alice"),
+        Caller::Iam("arn:aws:iam::123456789012:user/alice"),
+    ];
+    let mut ids = std::collections::HashSet::new();
+    for c in &callers {
+        let r = send(&api, post(Some("shared"), BODY, c)).await;
+        assert_eq!(r.status(), 201, "{c:?}: {}", text(&r));
+        assert_eq!(header(&r, "idempotent-replayed"), None, "{c:?}");
+        ids.insert(order_id(&r));
+    }
+    assert_eq!(ids.len(), callers.len());
+    let again = send(&api, post(Some("shared"), BODY, &callers[2])).await;
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(t.orders().await.len(), callers.len());
+}
+
+#[tokio::test]
+async fn unknown_orders_and_routes_are_problems() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    assert!(is_problem(&send(&api, get("ord_missing")).await, 404));
+    let long = "x".repeat(300);
+    assert!(is_problem(&send(&api, get(&long)).await, 404));
+    let r = send(
+        &api,
+        request(&event("GET", "/orders", &[], None, &Caller::Anonymous)),
+    )
+    .await;
+    assert!(is_problem(&r, 405));
+    assert_eq!(header(&r, "allow"), Some("POST"));
+    let r = send(
+        &api,
+        request(&event("DELETE", "/orders/o", &[], None, &Caller::Anonymous)),
+    )
+    .await;
+    assert!(is_problem(&r, 405));
+    assert!(is_problem(
+        &send(
+            &api,
+            request(&event("GET", "/", &[], None, &Caller::Anonymous))
+        )
+        .await,
+        404
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_identical_requests_at_once_place_one_order() {
+    let t = ApiDb::new().await;
+    let api = std::sync::Arc::new(t.api(&[]));
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let api = api.clone();
+            tokio::spawn(
+                async move { send(&api, post(Some("same"), BODY, &Caller::Anonymous)).await },
+            )
+        })
+        .collect();
+    let mut created = Vec::new();
+    let mut in_flight = 0;
+    for task in tasks {
+        let r = task.await.expect("no panic");
+        match r.status().as_u16() {
+            201 => created.push((text(&r), header(&r, "location").map(str::to_owned))),
+            409 if is_problem(&r, 409) && header(&r, "retry-after").is_some() => in_flight += 1,
+            other => panic!("{other}: {}", text(&r)),
+        }
+    }
+    assert!(!created.is_empty());
+    assert!(
+        created.windows(2).all(|w| w[0] == w[1]),
+        "every 201 is byte-identical"
+    );
+    assert_eq!(created.len() + in_flight, 50);
+    assert_eq!(t.orders().await.len(), 1, "exactly one order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_keys_at_once_place_fifty_orders() {
+    let t = ApiDb::new().await;
+    let api = std::sync::Arc::new(t.api(&[]));
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                send(
+                    &api,
+                    post(Some(&format!("key-{i}")), BODY, &Caller::Anonymous),
+                )
+                .await
+            })
+        })
+        .collect();
+    for task in tasks {
+        let r = task.await.expect("no panic");
+        assert_eq!(r.status(), 201, "{}", text(&r));
+    }
+    assert_eq!(t.orders().await.len(), 50);
+}
+
+fn hostile_key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        Just(vec![]),
+        proptest::collection::vec(any::<u8>(), 0..300),
+        "[ -~]{0,300}".prop_map(String::into_bytes),
+        "\"[ -~]{0,300}\"?".prop_map(String::into_bytes),
+        "\\PC{0,40}".prop_map(String::into_bytes),
+    ]
+}
+
+fn hostile_body() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..200),
+        (1usize..3000).prop_map(|n| format!("{}{}", "[".repeat(n), "]".repeat(n)).into_bytes()),
+        (1usize..200)
+            .prop_map(|n| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n)).into_bytes()),
+        Just(vec![b'{'; 20_000]),
+        (
+            any::<Option<i64>>(),
+            "\\PC{0,10}",
+            prop_oneof![
+                Just(json!(1.5)),
+                Just(json!("x")),
+                Just(json!(null)),
+                Just(json!([])),
+                Just(json!(u64::MAX))
+            ]
+        )
+            .prop_map(|(amount, customer, currency)| {
+                json!({"customerId": customer, "amount": amount, "currency": currency})
+                    .to_string()
+                    .into_bytes()
+            }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Whatever the key, body and content type: no panic, and every refusal
+    /// is problem+json (a valid request, rarely generated, is a 201).
+    #[test]
+    fn hostile_input_never_panics_and_is_answered_with_a_problem(
+        key in proptest::option::of(hostile_key()),
+        body in hostile_body(),
+        content_type in proptest::option::of(prop_oneof![Just(b"application/json".to_vec()), proptest::collection::vec(any::<u8>(), 0..40)]),
+        extra in proptest::collection::vec(("[a-z-]{1,20}", proptest::collection::vec(32u8..127, 0..50)), 0..5),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let t = ApiDb::new().await;
+            let api = t.api(&[]);
+            let mut builder = lambda_http::http::Request::builder().method("POST").uri("/orders");
+            if let Some(k) = &key
+                && let Ok(v) = lambda_http::http::HeaderValue::from_bytes(k)
+            {
+                builder = builder.header("idempotency-key", v);
+            }
+            if let Some(ct) = &content_type
+                && let Ok(v) = lambda_http::http::HeaderValue::from_bytes(ct)
+            {
+                builder = builder.header("content-type", v);
+            }
+            for (name, value) in &extra {
+                if let Ok(v) = lambda_http::http::HeaderValue::from_bytes(value) {
+                    builder = builder.header(name.as_str(), v);
+                }
+            }
+            let req = builder.body(Body::Binary(body.clone())).unwrap();
+            let r = api.handle(req, deadline_in(30)).await;
+            let status = r.status().as_u16();
+            prop_assert!(status == 201 || is_problem(&r, status), "{status}: {}", text(&r));
+            prop_assert!([201, 400, 415].contains(&status), "{status}");
+            Ok(())
+        })?;
+    }
+}
