@@ -276,10 +276,14 @@ def deploy(c, template_path, zips, params, timeout):
     step(f"deploying {template_path} as stack {STACK} (CodeUri -> the uploaded zips)")
     say("     parameters: " + " ".join(f"{k}={v}" for k, v in params.items()))
     cfn = c["cloudformation"]
+    # From S3, as `sam deploy` does: an inline TemplateBody is limited to
+    # 51,200 bytes, and the template is larger.
+    tkey = f"template/{hashlib.sha256(text.encode()).hexdigest()[:16]}.yaml"
+    c["s3"].put_object(Bucket=BUCKET, Key=tkey, Body=text.encode())
     t0 = time.monotonic()
     cfn.create_stack(
         StackName=STACK,
-        TemplateBody=text,
+        TemplateURL=f"https://s3.amazonaws.com/{BUCKET}/{tkey}",
         Parameters=[{"ParameterKey": k, "ParameterValue": str(v)} for k, v in params.items()],
         Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
         OnFailure="DO_NOTHING",
