@@ -151,8 +151,7 @@ impl BackoffPolicy {
 
     /// The delay, in whole seconds: half the ceiling plus a jitter drawn by
     /// `draw(n)`, uniform in `0..=n` for the other half
-    /// ([`BackoffPolicy::visibility_secs`] draws at random, tests pass
-    /// their own).
+    /// ([`jitter`] draws at random, tests pass their own).
     pub fn delay_secs(
         &self,
         class: RetryClass,
@@ -163,11 +162,6 @@ impl BackoffPolicy {
         let floor = ceiling / 2;
         let spread = ceiling - floor;
         floor + draw(spread).min(spread)
-    }
-
-    /// The visibility timeout to give a message that goes back.
-    pub fn visibility_secs(&self, class: RetryClass, receive_count: u32) -> u64 {
-        self.delay_secs(class, receive_count, jitter)
     }
 
     /// The least a message of `class` spends waiting over
@@ -242,11 +236,11 @@ mod tests {
         assert_eq!(p.delay_secs(RetryClass::Predecessor, 1, |_| 0), 0);
         assert_eq!(p.delay_secs(RetryClass::Hopeless, 9, |c| c), 0);
         for _ in 0..1_000 {
-            let v = p.visibility_secs(RetryClass::Dependency, 4);
+            let v = p.delay_secs(RetryClass::Dependency, 4, jitter);
             assert!((20..=40).contains(&v), "{v}");
         }
         let draws: std::collections::HashSet<u64> = (0..1_000)
-            .map(|_| p.visibility_secs(RetryClass::Dependency, 4))
+            .map(|_| p.delay_secs(RetryClass::Dependency, 4, jitter))
             .collect();
         assert!(draws.len() > 10, "the jitter spreads the delays: {draws:?}");
     }
