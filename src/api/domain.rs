@@ -83,6 +83,54 @@ pub struct StoredResponse {
     pub expires_at: u64,
 }
 
+/// What one request came to: the EMF metric it is counted under and the
+/// `outcome` key of its log line. Read off the answer itself, so the count
+/// can never disagree with what the client was told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+pub enum Outcome {
+    /// 201, first time: an order was placed.
+    Created,
+    /// 201 replayed for a repeat of a completed request.
+    Replayed,
+    /// 200: `GET /orders/{orderId}`.
+    Shown,
+    /// 422: the key was used with another body.
+    KeyReused,
+    /// 409: the key's first request is still executing (or its lease runs).
+    InProgress,
+    /// 400 or 415: a malformed key, content type or body.
+    Invalid,
+    /// 404 or 405: no such order, route or method.
+    NotFound,
+    /// 503: DynamoDB did not confirm in time, or throttled.
+    Unavailable,
+    /// 500 (or any other status): a deployment problem or a corrupt record.
+    Internal,
+}
+
+impl Outcome {
+    /// The outcome of an answer with `status`; `replayed` when it carries
+    /// `Idempotent-Replayed: true`.
+    pub fn of(status: u16, replayed: bool) -> Self {
+        match status {
+            201 if replayed => Outcome::Replayed,
+            201 => Outcome::Created,
+            200 => Outcome::Shown,
+            422 => Outcome::KeyReused,
+            409 => Outcome::InProgress,
+            400 | 415 => Outcome::Invalid,
+            404 | 405 => Outcome::NotFound,
+            503 => Outcome::Unavailable,
+            _ => Outcome::Internal,
+        }
+    }
+
+    /// Its metric name (the variant's name).
+    pub fn label(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// What the idempotency table holds for a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
@@ -354,5 +402,41 @@ mod tests {
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v["type"], "urn:order-api:problem:request-in-progress");
         assert!(v.get("retry_after").is_none());
+    }
+
+    #[test]
+    fn every_answer_counts_under_one_outcome() {
+        let cases = [
+            ((201, false), "Created"),
+            ((201, true), "Replayed"),
+            ((200, false), "Shown"),
+            ((422, false), "KeyReused"),
+            ((409, false), "InProgress"),
+            ((400, false), "Invalid"),
+            ((415, false), "Invalid"),
+            ((404, false), "NotFound"),
+            ((405, false), "NotFound"),
+            ((503, false), "Unavailable"),
+            ((500, false), "Internal"),
+            ((502, false), "Internal"),
+        ];
+        for ((status, replayed), want) in cases {
+            assert_eq!(Outcome::of(status, replayed).label(), want, "{status}");
+        }
+        // Every metric the template's dashboard and alarms may name.
+        assert_eq!(
+            <Outcome as strum::VariantNames>::VARIANTS,
+            [
+                "Created",
+                "Replayed",
+                "Shown",
+                "KeyReused",
+                "InProgress",
+                "Invalid",
+                "NotFound",
+                "Unavailable",
+                "Internal"
+            ]
+        );
     }
 }

@@ -28,17 +28,24 @@ use lambda_http::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, LOCATION, RETR
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use serde::Serialize;
+use tracing::Instrument;
 
-use crate::core::config::{ConfigError, parse_in, required};
+use crate::core::config::{ConfigError, Telemetry, parse_in, required};
 use crate::core::error::StoreError;
+use crate::core::function::{ColdStart, invocation_span};
+use crate::core::metrics::{self, OutcomeCounts};
 use crate::core::time::{epoch_ms, rfc3339, unique_id};
 use crate::core::wire::{Id, Timestamp};
 use crate::orders::domain::OrderView;
 use crate::orders::event::{OrderEvent, Payload, Seq};
-use domain::{Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, record_key};
+use domain::{
+    Outcome, Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, record_key,
+};
 use event::{KeyError, PlaceOrder, Scope, is_json, parse_key, parse_place_order};
 use store::{ApiStore, Claim};
 
+/// `METRICS_NAMESPACE` when unset.
+pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderApi";
 /// `IDEMPOTENCY_TTL_SECONDS` when unset: 24 hours, as Stripe keeps keys.
 pub const DEFAULT_IDEMPOTENCY_TTL_SECONDS: u64 = 86_400;
 /// The header that publishes when a key expires (RFC 3339, UTC).
@@ -63,6 +70,9 @@ pub struct ApiConfig {
     /// `IDEMPOTENCY_TTL_SECONDS` (default 86400, 1..=31536000): how long a
     /// key answers for its first request; after that it may be reused.
     pub idempotency_ttl_seconds: u64,
+    /// `METRICS_NAMESPACE` (default `OrderApi`), `AWS_LAMBDA_FUNCTION_NAME`
+    /// and `POWERTOOLS_SERVICE_NAME`, as every function reads them.
+    pub telemetry: Telemetry,
 }
 
 impl ApiConfig {
@@ -82,6 +92,7 @@ impl ApiConfig {
                 DEFAULT_IDEMPOTENCY_TTL_SECONDS,
                 1..=31_536_000,
             )?,
+            telemetry: Telemetry::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-api"),
         })
     }
 }
@@ -92,6 +103,9 @@ impl ApiConfig {
 pub struct OrderApi {
     store: ApiStore,
     ttl_seconds: u64,
+    telemetry: Telemetry,
+    /// Shared by the clones `serve` hands each request.
+    cold: std::sync::Arc<ColdStart>,
 }
 
 /// The 201 body (and the stored one a replay sends byte for byte).
@@ -139,21 +153,44 @@ impl OrderApi {
         OrderApi {
             store,
             ttl_seconds: config.idempotency_ttl_seconds,
+            telemetry: config.telemetry.clone(),
+            cold: Default::default(),
         }
     }
 
     /// Serve requests until the runtime stops.
     pub async fn serve(&self) -> Result<(), lambda_http::Error> {
         lambda_http::run(service_fn(|req: Request| async move {
-            // Lambda's deadline; a request without a Lambda context (none
-            // comes through `run`) gets the API Gateway limit of 30 s.
-            let deadline = req
-                .lambda_context_ref()
-                .map(|c| c.deadline)
-                .unwrap_or_else(|| epoch_ms() + 30_000);
-            Ok::<_, lambda_http::Error>(self.handle(req, deadline).await)
+            Ok::<_, lambda_http::Error>(self.invoke(req).await)
         }))
         .await
+    }
+
+    /// The Lambda entry point: answer the request inside the invocation's
+    /// span (the Powertools keys on every line), then write its EMF line,
+    /// one count for its [`Outcome`] and `ColdStart`.
+    pub async fn invoke(&self, req: Request) -> Response<Body> {
+        let cold_start = self.cold.take();
+        // Lambda's deadline; a request without a Lambda context (none comes
+        // through `run`) gets the API Gateway limit of 30 s.
+        let (deadline, span) = match req.lambda_context_ref() {
+            Some(cx) => (
+                cx.deadline,
+                invocation_span(&self.telemetry, cold_start, cx),
+            ),
+            None => (epoch_ms() + 30_000, tracing::Span::none()),
+        };
+        let response = self.handle(req, deadline).instrument(span).await;
+        let outcome = outcome_of(&response);
+        metrics::emit(&metrics::emf_document(
+            &self.telemetry,
+            &OutcomeCounts::tally(
+                <Outcome as strum::VariantNames>::VARIANTS.iter().copied(),
+                [outcome.label()],
+            ),
+            &[("ColdStart", u64::from(cold_start))],
+        ));
+        response
     }
 
     /// Answer one request. `deadline_ms` is the invocation's deadline
@@ -170,7 +207,12 @@ impl OrderApi {
             (["orders", _], _) => method_not_allowed("GET"),
             _ => problem(ProblemKind::NotFound.with("no such route")),
         };
-        tracing::info!(method = %method, status = response.status().as_u16(), "request");
+        tracing::info!(
+            method = %method,
+            status = response.status().as_u16(),
+            outcome = outcome_of(&response).label(),
+            "request"
+        );
         response
     }
 
@@ -321,6 +363,11 @@ impl OrderApi {
             Err(_) => problem(ProblemKind::Internal.with("the order could not be shown")),
         }
     }
+}
+
+/// What an answer came to (its status, and whether it was replayed).
+pub fn outcome_of(r: &Response<Body>) -> Outcome {
+    Outcome::of(r.status().as_u16(), r.headers().contains_key(REPLAYED_HEADER))
 }
 
 /// When DynamoDB calls stop: the deadline less [`DEADLINE_MARGIN`].

@@ -26,6 +26,20 @@ pub struct Runtime {
     /// than this is left before the invocation deadline, and cut in-flight
     /// writes off at that point, leaving time to answer Lambda.
     pub deadline_margin: Duration,
+    /// Where its metrics go and what its log lines are keyed by.
+    pub telemetry: Telemetry,
+    /// `RETRY_BACKOFF` (`on`, the default, or `off`) and the
+    /// `BACKOFF_*` curves ([`BackoffPolicy::from_lookup`]): how soon an SQS
+    /// message that is not acknowledged comes back. `None` when off: it
+    /// then comes back after the queue's visibility timeout.
+    pub retry_backoff: Option<BackoffPolicy>,
+}
+
+/// What names a function in its metrics and log lines, read the same way
+/// by every function (the batch consumers through [`Runtime`], the order
+/// API on its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Telemetry {
     /// `METRICS_NAMESPACE`: CloudWatch namespace of the Embedded Metric
     /// Format line (each function has its own default).
     pub metrics_namespace: String,
@@ -35,11 +49,27 @@ pub struct Runtime {
     /// `order-consumer`): the `service` key of every log line and the
     /// `service` dimension of the metrics, as Powertools names them.
     pub service: String,
-    /// `RETRY_BACKOFF` (`on`, the default, or `off`) and the
-    /// `BACKOFF_*` curves ([`BackoffPolicy::from_lookup`]): how soon an SQS
-    /// message that is not acknowledged comes back. `None` when off: it
-    /// then comes back after the queue's visibility timeout.
-    pub retry_backoff: Option<BackoffPolicy>,
+}
+
+impl Telemetry {
+    /// Read through `get`, with `default_namespace` and `default_function`
+    /// for what is unset or blank.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        default_namespace: &str,
+        default_function: &str,
+    ) -> Self {
+        let optional = |var: &str, default: &str| {
+            get(var)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        Telemetry {
+            metrics_namespace: optional("METRICS_NAMESPACE", default_namespace),
+            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", default_function),
+            service: optional("POWERTOOLS_SERVICE_NAME", default_function),
+        }
+    }
 }
 
 impl Runtime {
@@ -51,11 +81,6 @@ impl Runtime {
         default_namespace: &str,
         default_function: &str,
     ) -> Result<Self, ConfigError> {
-        let optional = |var: &str, default: &str| {
-            get(var)
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| default.to_owned())
-        };
         Ok(Runtime {
             max_concurrency: parse_in(
                 get,
@@ -69,9 +94,7 @@ impl Runtime {
                 DEFAULT_DEADLINE_MARGIN_MS,
                 0..=60_000,
             )?),
-            metrics_namespace: optional("METRICS_NAMESPACE", default_namespace),
-            function_name: optional("AWS_LAMBDA_FUNCTION_NAME", default_function),
-            service: optional("POWERTOOLS_SERVICE_NAME", default_function),
+            telemetry: Telemetry::from_lookup(get, default_namespace, default_function),
             retry_backoff: match get("RETRY_BACKOFF")
                 .map(|s| s.trim().to_ascii_lowercase())
                 .as_deref()

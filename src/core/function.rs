@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::core::batch::{
     self, BatchError, BatchReport, Handler, Settings, deadline_from_epoch_ms,
 };
-use crate::core::config::Runtime;
+use crate::core::config::{Runtime, Telemetry};
 use crate::core::metrics;
 use crate::core::outcome::Verdict;
 use crate::core::records::{BatchEvent, BatchRecord, StrictInput};
@@ -30,9 +30,50 @@ pub struct Function<H> {
     /// Sets the visibility of the SQS messages a batch returns (none for
     /// streams, or with `RETRY_BACKOFF=off`).
     redelivery: Option<Redelivery>,
-    /// Set until the first invocation has begun: `cold_start` in the logs
-    /// and `ColdStart` in the metrics.
-    cold: AtomicBool,
+    /// `cold_start` in the logs and `ColdStart` in the metrics.
+    cold: ColdStart,
+}
+
+/// True for the first invocation of a process only: `cold_start` in the
+/// logs and `ColdStart` in the metrics, as Powertools reports them.
+#[derive(Debug)]
+pub struct ColdStart(AtomicBool);
+
+impl Default for ColdStart {
+    fn default() -> Self {
+        ColdStart(AtomicBool::new(true))
+    }
+}
+
+impl ColdStart {
+    /// Whether this is the process's first invocation; every later call
+    /// says false.
+    pub fn take(&self) -> bool {
+        self.0.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// The invocation's span: the keys Powertools users search by, on every
+/// line logged inside it (the records' spans are its children).
+pub fn invocation_span(
+    telemetry: &Telemetry,
+    cold_start: bool,
+    cx: &lambda_runtime::Context,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "invocation",
+        service = %telemetry.service,
+        cold_start,
+        function_name = %telemetry.function_name,
+        function_memory_size = cx.env_config.memory,
+        function_arn = %cx.invoked_function_arn,
+        function_request_id = %cx.request_id,
+        xray_trace_id = tracing::field::Empty,
+    );
+    if let Some(trace) = &cx.xray_trace_id {
+        span.record("xray_trace_id", trace.as_str());
+    }
+    span
 }
 
 impl<H: Handler> Function<H> {
@@ -44,7 +85,7 @@ impl<H: Handler> Function<H> {
             runtime,
             error_prefix,
             redelivery: None,
-            cold: AtomicBool::new(true),
+            cold: ColdStart::default(),
         }
     }
 
@@ -85,23 +126,8 @@ impl<H: Handler> Function<H> {
         &self,
         event: LambdaEvent<E>,
     ) -> Result<E::Response, Diagnostic> {
-        let cold_start = self.cold.swap(false, Ordering::Relaxed);
-        let cx = &event.context;
-        // The keys Powertools users search by, on every line of the
-        // invocation (the records' spans are its children).
-        let span = tracing::info_span!(
-            "invocation",
-            service = %self.runtime.service,
-            cold_start,
-            function_name = %self.runtime.function_name,
-            function_memory_size = cx.env_config.memory,
-            function_arn = %cx.invoked_function_arn,
-            function_request_id = %cx.request_id,
-            xray_trace_id = tracing::field::Empty,
-        );
-        if let Some(trace) = &cx.xray_trace_id {
-            span.record("xray_trace_id", trace.as_str());
-        }
+        let cold_start = self.cold.take();
+        let span = invocation_span(&self.runtime.telemetry, cold_start, &event.context);
         self.run(event, cold_start).instrument(span).await
     }
 
@@ -177,9 +203,7 @@ pub fn emit_metrics<O: Verdict>(
         extra.push(("VisibilityFailed", report.visibility.failed));
     }
     metrics::emit(&metrics::emf_document(
-        &runtime.metrics_namespace,
-        &runtime.function_name,
-        &runtime.service,
+        &runtime.telemetry,
         &report.counts(),
         &extra,
     ));

@@ -9,6 +9,8 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
+use crate::core::config::Telemetry;
+
 /// Count of records per outcome label, every label present (zeros included,
 /// so a dashboard shows 0 rather than "no data").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,9 +42,7 @@ impl OutcomeCounts {
 /// which the template's alarms use, and `service`, the dimension
 /// Powertools for AWS Lambda users already chart by.
 pub fn emf_document(
-    namespace: &str,
-    function_name: &str,
-    service: &str,
+    telemetry: &Telemetry,
     counts: &OutcomeCounts,
     extra: &[(&str, u64)],
 ) -> Value {
@@ -61,13 +61,13 @@ pub fn emf_document(
         "_aws": {
             "Timestamp": timestamp,
             "CloudWatchMetrics": [{
-                "Namespace": namespace,
+                "Namespace": telemetry.metrics_namespace,
                 "Dimensions": [["FunctionName"], ["service"]],
                 "Metrics": declared,
             }]
         },
-        "FunctionName": function_name,
-        "service": service,
+        "FunctionName": telemetry.function_name,
+        "service": telemetry.service,
     });
     if let Value::Object(obj) = &mut doc {
         for (k, v) in values {
@@ -94,10 +94,13 @@ mod tests {
     #[test]
     fn document_has_every_outcome_and_its_declaration() {
         let counts = OutcomeCounts::tally(LABELS, ["Applied", "Applied", "Duplicate"]);
+        let telemetry = Telemetry {
+            metrics_namespace: "NS".into(),
+            function_name: "fn".into(),
+            service: "svc".into(),
+        };
         let doc = emf_document(
-            "NS",
-            "fn",
-            "svc",
+            &telemetry,
             &counts,
             &[("BatchSize", 3), ("CacheHits", 1)],
         );

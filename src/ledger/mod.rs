@@ -169,7 +169,7 @@ mod tests {
             Err(ConfigError::Missing("ACCOUNTS_TABLE"))
         );
         let c = env(&[("LEDGER_TABLE", "l"), ("ACCOUNTS_TABLE", "a")]).unwrap();
-        assert_eq!(c.runtime.metrics_namespace, "PaymentLedger");
+        assert_eq!(c.runtime.telemetry.metrics_namespace, "PaymentLedger");
         assert_eq!(
             c.runtime.max_concurrency,
             crate::core::config::DEFAULT_MAX_CONCURRENCY
