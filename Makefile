@@ -14,7 +14,8 @@ CARGO_LAMBDA  := $(VENV)/bin/cargo-lambda
 EVENT         ?= events/01-happy-path.json
 TABLE_NAME    ?= orders
 DYNAMODB_PORT ?= 8000
-LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
+IDEMPOTENCY_TABLE ?= idempotency
+LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
@@ -55,9 +56,9 @@ build: $(CARGO_LAMBDA) ## Release build of the three functions for Lambda arm64 
 build-host: $(CARGO_LAMBDA) ## Release build of the three functions for this machine's architecture
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bins
 
-local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke` in another terminal)
+local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
 	cargo build --quiet --example local_dynamodb
-	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) target/debug/examples/local_dynamodb serve & ddb=$$!; \
+	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) target/debug/examples/local_dynamodb serve & ddb=$$!; \
 	  trap 'kill $$ddb 2>/dev/null || true' EXIT INT TERM; \
 	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch
 

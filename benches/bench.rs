@@ -1,6 +1,7 @@
 //! `make bench`: throughput, DynamoDB requests per message, CPU per message,
-//! cold start, binary size and peak RSS, all in one run against a local
-//! DynamoDB-compatible server (dynoxide, in-process).
+//! cold start, binary size and peak RSS, and the order API's requests per
+//! second, DynamoDB requests per call and latency, all in one run against a
+//! local DynamoDB-compatible server (dynoxide, in-process).
 //!
 //! Prints markdown tables (also written to target/bench-report.md). Figures
 //! that compare two variants are given as ratios measured in this same run.
@@ -91,6 +92,7 @@ fn main() {
     rt.block_on(requests_per_message(&mut r));
     rt.block_on(cache_on_off(&mut r));
     cpu_per_message(&mut r);
+    rt.block_on(api_figures(&mut r));
     rt.block_on(process_figures(&mut r));
 
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-report.md");
@@ -288,6 +290,81 @@ fn cpu_per_message(r: &mut Report) {
     r.line(format!(
         "| total, first-time message (parse + build) | {:.0} |",
         parse + build
+    ));
+}
+
+// ---- the order API, in process ------------------------------------------------
+
+/// Requests of one kind sent to the order API `concurrency` at a time: the
+/// rate, each request's latency, and DynamoDB requests per call.
+struct ApiRun {
+    per_second: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    dynamodb_per_call: f64,
+}
+
+async fn api_run(
+    api: &order_consumer::api::OrderApi,
+    counter: &RequestCounter,
+    requests: Vec<lambda_http::Request>,
+    concurrency: usize,
+    want: u16,
+) -> ApiRun {
+    use futures_util::StreamExt;
+    let n = requests.len();
+    let before = counter.get();
+    let started = Instant::now();
+    let mut latencies: Vec<f64> = futures_util::stream::iter(requests)
+        .map(|req| async move {
+            let t = Instant::now();
+            let response = api.handle(req, api::deadline_in(30)).await;
+            assert_eq!(response.status().as_u16(), want, "{}", api::text(&response));
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let secs = started.elapsed().as_secs_f64();
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| latencies[((n as f64 * p).ceil() as usize).clamp(1, n) - 1];
+    ApiRun {
+        per_second: n as f64 / secs,
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+        dynamodb_per_call: (counter.get() - before) as f64 / n as f64,
+    }
+}
+
+async fn api_figures(r: &mut Report) {
+    const N: usize = 2_000;
+    const CONCURRENCY: usize = 16;
+    r.line(format!("\n### The order API: `POST /orders` in process ({N} requests, {CONCURRENCY} at a time)\n"));
+    r.line("| request | requests / s | p50 | p99 | DynamoDB requests / call |");
+    r.line("|---|---:|---:|---:|---:|");
+    let db = api::ApiDb::new().await;
+    let (order_api, counter) = db.counted_api(&[]);
+    let caller = api::Caller::Anonymous;
+    let body = |i: usize| api::order_body(&format!("cust-{i}"), 100 + i as u64);
+    let kinds: [(&str, u16, Box<dyn Fn(usize) -> lambda_http::Request + '_>); 3] = [
+        ("first time (201)", 201, Box::new(|i| api::post(Some(&format!("bench-{i}")), &body(i), &caller))),
+        ("replay (201, same key and body)", 201, Box::new(|i| api::post(Some(&format!("bench-{i}")), &body(i), &caller))),
+        ("same key, other body (422)", 422, Box::new(|i| api::post(Some(&format!("bench-{i}")), &body(i + 1), &caller))),
+    ];
+    let mut rates = Vec::new();
+    for (name, want, make) in &kinds {
+        let run = api_run(&order_api, &counter, (0..N).map(make).collect(), CONCURRENCY, *want).await;
+        rates.push(run.per_second);
+        r.line(format!(
+            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.2} |",
+            run.per_second, run.p50_ms, run.p99_ms, run.dynamodb_per_call
+        ));
+    }
+    assert_eq!(db.orders().await.len(), N, "one order per key, whatever was sent");
+    r.line(format!(
+        "\nSame run: a replay is {:.1}x and a 422 {:.1}x the rate of a first-time request (one refused PutItem brings the stored record back; a first time adds the TransactWriteItems).",
+        rates[1] / rates[0],
+        rates[2] / rates[0]
     ));
 }
 

@@ -2,7 +2,8 @@
 //!
 //! `local_dynamodb serve`: dynoxide (in memory) on 127.0.0.1:$DYNAMODB_PORT
 //! (default 8000), with the orders table ($TABLE_NAME, default `orders`)
-//! created, until Ctrl-C or SIGTERM.
+//! and the order API's idempotency table ($IDEMPOTENCY_TABLE, default
+//! `idempotency`) created, until Ctrl-C or SIGTERM.
 //! `local_dynamodb scan`: print the orders table of a running server.
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
@@ -29,8 +30,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
             let db = dynoxide::Database::memory()?;
             let server = tokio::spawn(dynoxide::server::serve_on(listener, db));
+            let idempotency =
+                std::env::var("IDEMPOTENCY_TABLE").unwrap_or_else(|_| "idempotency".into());
             order_consumer::testing::create_orders_table(&client(&endpoint), &table).await?;
-            eprintln!("local DynamoDB on {endpoint} with table `{table}`; Ctrl-C stops it");
+            order_consumer::testing::create_idempotency_table(&client(&endpoint), &idempotency)
+                .await?;
+            eprintln!(
+                "local DynamoDB on {endpoint} with tables `{table}` and `{idempotency}`; Ctrl-C stops it"
+            );
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
             tokio::select! {
@@ -69,9 +76,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .collect();
             rows.sort();
-            println!("{:<10} {:<10} {:>4}  history", "order_id", "status", "seq");
+            // Order ids from the order API are 36 characters long.
+            let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(10);
+            println!("{:<w$} {:<10} {:>4}  history", "order_id", "status", "seq");
             for (o, s, q, h) in rows {
-                println!("{o:<10} {s:<10} {q:>4}  {h}");
+                println!("{o:<w$} {s:<10} {q:>4}  {h}");
             }
             Ok(())
         }

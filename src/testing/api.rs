@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::api::store::ApiStore;
 use crate::api::{ApiConfig, OrderApi};
 use crate::core::time::epoch_ms;
-use crate::testing::{TestDb, create_idempotency_table, scan_all};
+use crate::testing::{RequestCounter, TestDb, create_idempotency_table, scan_all};
 
 /// A [`TestDb`] (the orders table) with an idempotency table beside it.
 pub struct ApiDb {
@@ -69,6 +69,21 @@ impl ApiDb {
             ApiStore::new(client, config.idempotency_table.clone(), orders),
             &config,
         )
+    }
+
+    /// The function with a client that counts every HTTP request it sends
+    /// to DynamoDB (each attempt, retries included).
+    pub fn counted_api(&self, env: &[(&str, &str)]) -> (OrderApi, RequestCounter) {
+        let counter = RequestCounter::default();
+        let conf = self
+            .db
+            .client
+            .config()
+            .to_builder()
+            .interceptor(counter.clone())
+            .build();
+        let api = self.api_with_client(aws_sdk_dynamodb::Client::from_conf(conf), env);
+        (api, counter)
     }
 
     /// Every order item.

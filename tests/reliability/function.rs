@@ -81,6 +81,11 @@ pub fn ledger_binary_path() -> PathBuf {
     release_binary("LEDGER_BIN", "payment-ledger")
 }
 
+/// The order API's release binary (`ORDER_API_BIN` overrides).
+pub fn api_binary_path() -> PathBuf {
+    release_binary("ORDER_API_BIN", "order-api")
+}
+
 fn release_binary(var: &str, name: &str) -> PathBuf {
     let path = match std::env::var_os(var) {
         Some(p) if !p.is_empty() => PathBuf::from(p),

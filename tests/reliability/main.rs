@@ -14,7 +14,8 @@
 //! assertions must catch); the faults come from the library's proxy,
 //! `order_consumer::testing::proxy`.
 //! Tests: `backoff`, `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
-//! `hostile`, `load`, `logs`, and `ledger` (the payment-ledger binary).
+//! `hostile`, `load`, `logs`, `ledger` (the payment-ledger binary) and
+//! `api` (the order-api binary).
 
 mod db;
 mod function;
@@ -24,6 +25,7 @@ mod naive;
 mod sqs;
 mod util;
 
+mod api;
 mod backoff;
 mod concurrency;
 mod convergence;
