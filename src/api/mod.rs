@@ -367,7 +367,10 @@ impl OrderApi {
 
 /// What an answer came to (its status, and whether it was replayed).
 pub fn outcome_of(r: &Response<Body>) -> Outcome {
-    Outcome::of(r.status().as_u16(), r.headers().contains_key(REPLAYED_HEADER))
+    Outcome::of(
+        r.status().as_u16(),
+        r.headers().contains_key(REPLAYED_HEADER),
+    )
 }
 
 /// When DynamoDB calls stop: the deadline less [`DEADLINE_MARGIN`].

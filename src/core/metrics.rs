@@ -41,11 +41,7 @@ impl OutcomeCounts {
 /// Every metric is published under two dimension sets: `FunctionName`,
 /// which the template's alarms use, and `service`, the dimension
 /// Powertools for AWS Lambda users already chart by.
-pub fn emf_document(
-    telemetry: &Telemetry,
-    counts: &OutcomeCounts,
-    extra: &[(&str, u64)],
-) -> Value {
+pub fn emf_document(telemetry: &Telemetry, counts: &OutcomeCounts, extra: &[(&str, u64)]) -> Value {
     let timestamp = crate::core::time::epoch_ms();
     let values: Vec<(&str, u64)> = counts
         .0
@@ -99,11 +95,7 @@ mod tests {
             function_name: "fn".into(),
             service: "svc".into(),
         };
-        let doc = emf_document(
-            &telemetry,
-            &counts,
-            &[("BatchSize", 3), ("CacheHits", 1)],
-        );
+        let doc = emf_document(&telemetry, &counts, &[("BatchSize", 3), ("CacheHits", 1)]);
         assert_eq!(doc["Applied"], 2);
         assert_eq!(doc["Duplicate"], 1);
         assert_eq!(doc["Early"], 0);

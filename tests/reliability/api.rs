@@ -53,7 +53,10 @@ fn post(key: &str, body: &str) -> Arc<Vec<u8>> {
     let ev = event(
         "POST",
         "/orders",
-        &[("content-type", "application/json"), ("idempotency-key", key)],
+        &[
+            ("content-type", "application/json"),
+            ("idempotency-key", key),
+        ],
         Some(body),
         &Caller::Anonymous,
     );
@@ -162,10 +165,7 @@ async fn fifty_identical_requests_place_one_order_and_fifty_keys_place_fifty() {
             409 => {
                 in_flight += 1;
                 assert!(a.header("retry-after").is_some(), "{a:?}");
-                assert_eq!(
-                    a.header("content-type"),
-                    Some("application/problem+json")
-                );
+                assert_eq!(a.header("content-type"), Some("application/problem+json"));
             }
             _ => panic!("neither the 201, its replay nor a 409: {a:?}"),
         }
@@ -181,7 +181,12 @@ async fn fifty_identical_requests_place_one_order_and_fifty_keys_place_fifty() {
     let results = send_all(
         &h,
         (0..50)
-            .map(|i| post(&format!("key-{i}"), &order_body(&format!("cust-{i}"), 100 + i)))
+            .map(|i| {
+                post(
+                    &format!("key-{i}"),
+                    &order_body(&format!("cust-{i}"), 100 + i),
+                )
+            })
             .collect(),
     )
     .await;
@@ -304,7 +309,10 @@ async fn the_api_binary_writes_the_powertools_keys_and_an_emf_line_per_request()
     for (doc, (cold, outcome)) in emf.iter().zip([(1, "Created"), (0, "Replayed")]) {
         assert_eq!(doc["ColdStart"], json!(cold), "{doc}");
         assert_eq!(doc[outcome], json!(1), "{doc}");
-        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], json!("OrderApi"));
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+            json!("OrderApi")
+        );
         let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
             .as_array()
             .expect("declared metrics");
@@ -328,7 +336,10 @@ async fn the_api_binary_writes_the_powertools_keys_and_an_emf_line_per_request()
         requests[0]["function_request_id"], requests[1]["function_request_id"],
         "each line names its own invocation"
     );
-    for (l, (cold, outcome)) in requests.iter().zip([(true, "Created"), (false, "Replayed")]) {
+    for (l, (cold, outcome)) in requests
+        .iter()
+        .zip([(true, "Created"), (false, "Replayed")])
+    {
         assert_eq!(l["cold_start"], json!(cold), "{l}");
         assert_eq!(l["outcome"], json!(outcome), "{l}");
         assert_eq!(l["status"], json!(201), "{l}");
