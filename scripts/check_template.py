@@ -12,7 +12,7 @@ template's defaults and the Key=Value arguments (and, for the FIFO checks,
 with FifoQueue=true), so the checks judge what `sam deploy` with those values
 would create: resources and outputs whose Condition is false are not in it.
 `make validate` runs it on the plain translation and once for each
-combination of DeployPaymentLedger and DeployOrderNotifier (on translations
+combination of DeployPaymentLedger, DeployOrderNotifier and DeployOrderApi (on translations
 whose Deploy* conditions translate_template.py --resolve-conditions resolved).
 """
 
@@ -128,6 +128,33 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         # Final refusals (HTTP 422) are counted under this EMF metric.
         "rejected_metric": "Rejected",
     },
+    # Fed by an API Gateway HTTP API, not by a queue or a stream: no event
+    # source mapping, no SQS, no stream, no SSM. It writes the orders table
+    # (the order consumer's) and its own idempotency table.
+    "OrderApiFunction": {
+        "deploy_param": "DeployOrderApi",
+        "owns": [
+            "IdempotencyTable", "OrderApiRole", "OrderApiLogGroup", "OrderApiFunction", "OrderHttpApi",
+            # SAM's stage of the HTTP API (named after the API, not the function).
+            "OrderHttpApiApiGatewayDefaultStage",
+        ],
+        "outputs": ["OrderApiUrl", "OrderApiFunctionName", "IdempotencyTableName"],
+        "params": ["ApiFunctionTimeout", "IdempotencyTtlSeconds", "ApiThrottlingRateLimit", "ApiThrottlingBurstLimit"],
+        # No other function reads single items or deletes any: with the API
+        # off no role may (lower case: compared with the lowered action).
+        "action_prefixes": ["dynamodb:getitem", "dynamodb:deleteitem"],
+        "source": "http",
+        # The claim (PutItem), the completed key and the order (Updates in
+        # one TransactWriteItems, authorised per item), the release
+        # (DeleteItem), and GET's GetItem.
+        "tables": {
+            "IdempotencyTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, "idempotency_key"),
+            "OrdersTable": ({"dynamodb:UpdateItem", "dynamodb:GetItem"}, "order_id"),
+        },
+        "env_tables": {"TABLE_NAME": "OrdersTable", "IDEMPOTENCY_TABLE": "IdempotencyTable"},
+        "env_vars": ["IDEMPOTENCY_TTL_SECONDS", "METRICS_NAMESPACE"],
+        "fifo_param": False,
+    },
 }
 
 # Stream retries: by record age (-1 attempts), long enough to outlast a
@@ -140,6 +167,14 @@ MAX_ITERATOR_AGE_THRESHOLD_MS = 3600 * 1000
 
 def sqs_fed(m: "Model") -> bool:
     return m.expect.get("source", "sqs") == "sqs"
+
+
+def stream_fed(m: "Model") -> bool:
+    return m.expect.get("source") == "stream"
+
+
+def http_fed(m: "Model") -> bool:
+    return m.expect.get("source") == "http"
 
 
 class CheckError(Exception):
@@ -374,6 +409,8 @@ def _(m: Model) -> None:
 
 @check("event source mapping reports batch item failures (ReportBatchItemFailures)")
 def _(m: Model) -> None:
+    if http_fed(m):
+        return  # no event source mapping; see the HTTP checks
     p = m.props(m.esm())
     types = as_list(p.get("FunctionResponseTypes"))
     assert "ReportBatchItemFailures" in types, f"FunctionResponseTypes is {types!r}"
@@ -457,6 +494,11 @@ def _(m: Model) -> None:
 
 @check("function's SQS permissions are the event-source set plus ChangeMessageVisibility, on its own queue (stream: SendMessage to its failure destination)")
 def _(m: Model) -> None:
+    if http_fed(m):
+        sqs = [a for st in m.role_statements(m.function_role()) for a in as_list(st.get("Action"))
+               if str(a).lower().startswith("sqs:")]
+        assert not sqs, f"SQS actions {sqs} on a function no queue feeds and that sends to none"
+        return
     if not sqs_fed(m):
         dest = m.on_failure_queue()
         for st in m.role_statements(m.function_role()):
@@ -557,10 +599,12 @@ def _(m: Model) -> None:
     assert not missing, f"missing {missing}"
 
 
-@check("alarms: DLQ (stream: failure destination) visible messages > 0 and function Errors > 0")
+@check("alarms: DLQ (stream: failure destination; HTTP: none) visible messages > 0 and function Errors > 0")
 def _(m: Model) -> None:
-    dlq, fn = (m.dlq() if sqs_fed(m) else m.on_failure_queue()), m.function()
-    found = {"dlq": False, "errors": False}
+    fn = m.function()
+    # An HTTP-fed function has no DLQ: a failed request is the caller's to retry.
+    dlq = None if http_fed(m) else (m.dlq() if sqs_fed(m) else m.on_failure_queue())
+    found = {"errors": False} if dlq is None else {"dlq": False, "errors": False}
     for lid in m.of_type("AWS::CloudWatch::Alarm"):
         p = m.props(lid)
         dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
@@ -709,7 +753,7 @@ def _(m: Model) -> None:
 
 @check("stream source: NEW_AND_OLD_IMAGES stream, bisect on error, retries by record age (6..24 h), 14-day failure destination")
 def _(m: Model) -> None:
-    if sqs_fed(m):
+    if not stream_fed(m):
         return
     for table in m.expect.get("streams", {}):
         view = m.props(table).get("StreamSpecification", {}).get("StreamViewType")
@@ -735,7 +779,7 @@ def _(m: Model) -> None:
 
 @check("stream source: IteratorAge alarm (AWS/Lambda, Maximum) on the function, threshold under an hour")
 def _(m: Model) -> None:
-    if sqs_fed(m):
+    if not stream_fed(m):
         return
     fn = m.function()
     seen = []
