@@ -137,6 +137,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             "IdempotencyTable", "OrderApiRole", "OrderApiLogGroup", "OrderApiFunction", "OrderHttpApi",
             # SAM's stage of the HTTP API (named after the API, not the function).
             "OrderHttpApiApiGatewayDefaultStage",
+            "OrderApi5xxAlarm", "OrderApiErrorsAlarm", "OrderApiThrottlesAlarm", "OrderApiInternalAlarm",
         ],
         "outputs": ["OrderApiUrl", "OrderApiFunctionName", "IdempotencyTableName"],
         "params": ["ApiFunctionTimeout", "IdempotencyTtlSeconds", "ApiThrottlingRateLimit", "ApiThrottlingBurstLimit"],
@@ -154,6 +155,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "env_tables": {"TABLE_NAME": "OrdersTable", "IDEMPOTENCY_TABLE": "IdempotencyTable"},
         "env_vars": ["IDEMPOTENCY_TTL_SECONDS", "METRICS_NAMESPACE"],
         "fifo_param": False,
+        # 500s: a deployment problem (missing table, IAM) no retry fixes.
+        "outcome_alarms": ["Internal"],
     },
 }
 
