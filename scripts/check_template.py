@@ -691,14 +691,22 @@ EMF_METRICS = {
     "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy",
     "BatchSize", "CacheHits", "CacheMisses", "ColdStart", "VisibilityChanged", "VisibilityFailed",
 }
+# The order API's EMF line (namespace OrderApi): one count per request's
+# outcome, and ColdStart. Only these may be charted under OrderApi.
+API_EMF_METRICS = {
+    "Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "NotFound", "Unavailable",
+    "Internal", "ColdStart",
+}
 AWS_METRICS = {
     "AWS/Lambda": {"Errors", "Throttles", "Duration", "ConcurrentExecutions", "IteratorAge", "Invocations"},
+    # HTTP APIs, by ApiId.
+    "AWS/ApiGateway": {"Count", "4xx", "5xx", "Latency", "IntegrationLatency", "DataProcessed"},
     "AWS/SQS": {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
                 "ApproximateNumberOfMessagesNotVisible"},
 }
 
 
-@check("dashboard: its body is JSON, charts every deployed function, and names only metrics that exist", per_function=False)
+@check("dashboard: its body is JSON, charts exactly the deployed functions, and names only metrics that exist (EMF per namespace, AWS/Lambda, AWS/SQS, AWS/ApiGateway by ApiId)", per_function=False)
 def _(m: Model) -> None:
     dashboards = list(m.of_type("AWS::CloudWatch::Dashboard"))
     if m.defaults.params.get("DeployDashboard") == "false":
@@ -716,13 +724,18 @@ def _(m: Model) -> None:
             ns, name = line[0], line[1]
             if ns in AWS_METRICS:
                 assert name in AWS_METRICS[ns], f"{ns}/{name} is not a metric this dashboard should chart"
+                if ns == "AWS/ApiGateway":
+                    # HTTP APIs publish by ApiId (and ApiId, Stage).
+                    assert line[2] == "ApiId", f"{ns}/{name} by {line[2]!r}, expected ApiId"
+            elif ns == "OrderApi":
+                assert name in API_EMF_METRICS, f"{ns}/{name}: order-api does not emit it"
             else:
                 assert ns in namespaces, f"namespace {ns!r}"
                 assert name in EMF_METRICS, f"{ns}/{name}: no function emits it"
         charted.update(str(x) for x in widget["properties"]["metrics"][0])
     titles = " ".join(w["properties"]["title"] for w in body["widgets"])
     for fn, label in (("OrderConsumerFunction", "order-consumer"), ("PaymentLedgerFunction", "payment-ledger"),
-                      ("OrderNotifierFunction", "order-notifier")):
+                      ("OrderNotifierFunction", "order-notifier"), ("OrderApiFunction", "order-api")):
         if fn in m.res:
             assert label in titles, f"{fn} is deployed but has no widget"
         else:
