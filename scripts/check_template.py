@@ -157,6 +157,17 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "fifo_param": False,
         # 500s: a deployment problem (missing table, IAM) no retry fixes.
         "outcome_alarms": ["Internal"],
+        # The HTTP API (SAM's AWS::Serverless::HttpApi) and exactly these
+        # routes, each integrated with the function (payload format 2.0).
+        "http_api": "OrderHttpApi",
+        "routes": {("POST", "/orders"), ("GET", "/orders/{orderId}")},
+        # API Gateway gives up on an integration after 30 s: the function
+        # must answer first (its timeout, default and parameter maximum).
+        "max_timeout": 29,
+        # Keys expire in code after IDEMPOTENCY_TTL_SECONDS (1..31536000);
+        # DynamoDB's TTL on this attribute deletes them afterwards.
+        "ttl": ("IdempotencyTable", "expires_at"),
+        "ttl_env": ("IDEMPOTENCY_TTL_SECONDS", "IdempotencyTtlSeconds", 1, 31536000),
     },
 }
 
@@ -904,6 +915,159 @@ def _(m: Model) -> None:
     bad = [v for v in allowed if "trace" in str(v).lower()]
     assert not bad, f"RustLog allows {bad}"
     assert spec.get("Default") in allowed, f"RustLog default {spec.get('Default')!r} not allowed"
+
+
+# ---------------------------------------------------------------------------
+# HTTP-fed functions (the order API)
+# ---------------------------------------------------------------------------
+@check("HTTP source: the role grants only DynamoDB (above), its own log group's logs and X-Ray: no sqs:, ssm: or DynamoDB stream action")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    stream_actions = {"dynamodb:describestream", "dynamodb:getrecords", "dynamodb:getshariterator",
+                      "dynamodb:getsharditerator", "dynamodb:liststreams"}
+    bad = []
+    for st in m.role_statements(m.function_role()):
+        if st.get("Effect") != "Allow":
+            continue
+        for a in as_list(st.get("Action")):
+            low = str(a).lower()
+            if low in stream_actions:
+                bad.append(f"{a} (a stream action)")
+            elif not low.startswith(("dynamodb:", "logs:", "xray:")):
+                bad.append(str(a))
+            elif low.startswith("logs:"):
+                log_groups = [getatt_target(r) for r in as_list(st.get("Resource"))]
+                want = m.props(m.function()).get("LoggingConfig", {}).get("LogGroup")
+                if [{"Ref": g} for g in log_groups] != [want]:
+                    bad.append(f"{a} on {st.get('Resource')!r}, not only its log group {want!r}")
+    assert not bad, f"actions an HTTP-fed function does not need: {bad}"
+
+
+def http_routes(m: Model) -> dict[tuple[str, str], dict[str, Any]]:
+    """(METHOD, path) -> x-amazon-apigateway-integration of the function's
+    HTTP API's OpenAPI body (SAM writes the routes there)."""
+    api = m.expect["http_api"]
+    if m.res.get(api, {}).get("Type") != "AWS::ApiGatewayV2::Api":
+        raise CheckError(f"no AWS::ApiGatewayV2::Api {api}")
+    paths = m.props(api).get("Body", {}).get("paths", {})
+    out = {}
+    for path, ops in paths.items():
+        for method, op in ops.items():
+            out[(method.upper(), path)] = op.get("x-amazon-apigateway-integration", {})
+    return out
+
+
+@check("HTTP source: exactly its routes on its HTTP API, each aws_proxy to the function with payload 2.0 and an InvokeFunction permission for that route only")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    fn, api = m.function(), m.expect["http_api"]
+    routes = http_routes(m)
+    want = m.expect["routes"]
+    assert set(routes) == want, f"routes {sorted(routes)}, expected {sorted(want)}"
+    want_uri = f"arn:${{AWS::Partition}}:apigateway:${{AWS::Region}}:lambda:path/2015-03-31/functions/${{{fn}.Arn}}/invocations"
+    for route, integ in routes.items():
+        assert integ.get("type") == "aws_proxy", f"{route}: integration type {integ.get('type')!r}"
+        assert str(integ.get("payloadFormatVersion")) == "2.0", f"{route}: payloadFormatVersion {integ.get('payloadFormatVersion')!r}"
+        uri = integ.get("uri")
+        uri = uri.get("Fn::Sub") if isinstance(uri, dict) else uri
+        assert uri == want_uri, f"{route}: integration uri {uri!r}, expected the function {fn}"
+    granted = set()
+    for lid, r in m.of_type("AWS::Lambda::Permission").items():
+        p = r.get("Properties", {})
+        if p.get("FunctionName") != {"Ref": fn}:
+            continue
+        assert p.get("Principal") == "apigateway.amazonaws.com", f"{lid}: Principal {p.get('Principal')!r}"
+        src = p.get("SourceArn", {}).get("Fn::Sub")
+        assert isinstance(src, list) and src[1].get("__ApiId__") == {"Ref": api}, f"{lid}: SourceArn {src!r} is not on {api}"
+        tail = src[0].split("${__Stage__}/", 1)[-1]
+        method, _, path = tail.partition("/")
+        granted.add((method, "/" + path))
+    # SAM writes a path parameter as `*` in the permission's SourceArn.
+    want_arns = {(meth, re.sub(r"\{[^}]+\}", "*", path)) for meth, path in want}
+    assert granted == want_arns, f"InvokeFunction permissions for {sorted(granted)}, expected exactly {sorted(want_arns)}"
+
+
+@check("HTTP source: function Timeout below API Gateway's 30 s integration limit (default and parameter MaxValue)")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    limit = m.expect["max_timeout"]
+    raw = m.res[m.function()]["Properties"].get("Timeout", 3)
+    value = m.defaults.number(raw, "Timeout")
+    assert value <= limit, f"Timeout default {value:g} s > {limit} s: API Gateway would answer before the function"
+    if isinstance(raw, dict) and "Ref" in raw:
+        spec = m.t.get("Parameters", {}).get(raw["Ref"], {})
+        assert "MaxValue" in spec and float(spec["MaxValue"]) <= limit, (
+            f"parameter {raw['Ref']} MaxValue {spec.get('MaxValue')!r} allows more than {limit} s"
+        )
+
+
+@check("HTTP source: alarm on the API's 5xx (AWS/ApiGateway by ApiId, alone or as a rate of Count)")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    api = m.expect["http_api"]
+
+    def by_api(metric: dict[str, Any], name: str) -> bool:
+        dims = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+        return (metric.get("Namespace") == "AWS/ApiGateway" and metric.get("MetricName") == name
+                and dims.get("ApiId") == {"Ref": api} and set(dims) <= {"ApiId", "Stage"})
+
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        if by_api(p, "5xx") and p.get("ComparisonOperator") == "GreaterThanThreshold":
+            return
+        queries = p.get("Metrics", [])
+        stats = {q["Id"]: q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q}
+        out = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
+        errors = [i for i, mt in stats.items() if by_api(mt, "5xx")]
+        count = [i for i, mt in stats.items() if by_api(mt, "Count")]
+        if len(out) == 1 and errors and count and all(i in out[0]["Expression"] for i in errors[:1] + count[:1]):
+            assert p.get("ComparisonOperator") == "GreaterThanThreshold" and 0 < float(p.get("Threshold", 0)) < 100, (
+                f"{lid}: a 5xx rate alarm must fire above a threshold of 0..100 %"
+            )
+            return
+    raise AssertionError(f"no alarm on AWS/ApiGateway 5xx by ApiId = Ref {api}")
+
+
+@check("HTTP source: idempotency table with TTL on its expiry attribute; its lifetime variable from a 1..31536000 parameter")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    table, attr = m.expect["ttl"]
+    spec = m.props(table).get("TimeToLiveSpecification", {})
+    assert spec.get("AttributeName") == attr and str(spec.get("Enabled")).lower() == "true", (
+        f"{table} TimeToLiveSpecification {spec!r}, expected {attr} enabled"
+    )
+    var, param, lo, hi = m.expect["ttl_env"]
+    env = m.res[m.function()]["Properties"].get("Environment", {}).get("Variables", {})
+    assert env.get(var) == {"Ref": param}, f"{var} is {env.get(var)!r}, expected Ref {param}"
+    p = m.t.get("Parameters", {}).get(param, {})
+    got = (p.get("Type"), float(p.get("MinValue", "nan")), float(p.get("MaxValue", "nan")))
+    assert got == ("Number", lo, hi), f"parameter {param}: Type/MinValue/MaxValue {got}, expected Number {lo}..{hi} (what the function accepts)"
+    assert lo <= float(p.get("Default", 0)) <= hi, f"parameter {param} Default {p.get('Default')!r}"
+
+
+@check("each switchable function's resources and outputs carry its Deploy* condition (where it is not resolved yet)", per_function=False)
+def _(m: Model) -> None:
+    conditions = m.t.get("Conditions", {})
+    bad = []
+    for fn, spec in FUNCTIONS.items():
+        param = spec.get("deploy_param")
+        if param is None:
+            continue
+        want = [c for c, body in conditions.items() if body == {"Fn::Equals": [{"Ref": param}, "true"]}]
+        if not want:
+            continue  # resolved (translate_template.py --resolve-conditions): checked by presence instead
+        res, outs = owned(m, fn)
+        for section, names in (("Resources", res), ("Outputs", outs)):
+            for lid in sorted(names):
+                got = m.t[section][lid].get("Condition")
+                if got not in want:
+                    bad.append(f"{section}/{lid}: Condition {got!r}, expected {want[0]}")
+    assert not bad, "; ".join(bad)
 
 
 def rules_pass(m: Model, overrides: dict[str, str]) -> bool:
