@@ -36,6 +36,10 @@ REQUIRED_SQS_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueue
 # (ChangeMessageVisibilityBatch needs this action), on their own queue only.
 FUNCTION_SQS_ACTIONS = {"sqs:ChangeMessageVisibility"}
 FOURTEEN_DAYS = 14 * 24 * 3600
+# What Lambda needs to send a function's traces (Tracing): X-Ray has no
+# resource-level permissions, so these two, and only these, may be granted
+# on Resource "*".
+XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
 # What each function may touch: its tables (logical id -> (the only DynamoDB
@@ -453,7 +457,7 @@ def _(m: Model) -> None:
     assert not bad, "; ".join(bad)
 
 
-@check("no IAM statement allows Resource '*'", per_function=False)
+@check("no IAM statement allows Resource '*' (except exactly the X-Ray write actions, which have no resource ARN)", per_function=False)
 def _(m: Model) -> None:
     bad = []
     for src, st in m.iam_statements():
@@ -462,6 +466,8 @@ def _(m: Model) -> None:
             continue
         if "NotResource" in st:
             bad.append(f"{src}: Allow with NotResource")
+        if set(as_list(st.get("Action"))) == XRAY_ACTIONS and as_list(st.get("Resource")) == ["*"]:
+            continue
         for r in as_list(st.get("Resource")):
             if r == "*" or (isinstance(r, str) and r.endswith(":*:*")):
                 bad.append(f"{src}: Resource {r!r}")
@@ -915,6 +921,26 @@ def _(m: Model) -> None:
     bad = [v for v in allowed if "trace" in str(v).lower()]
     assert not bad, f"RustLog allows {bad}"
     assert spec.get("Default") in allowed, f"RustLog default {spec.get('Default')!r} not allowed"
+
+
+@check("tracing: the function's TracingConfig is the Tracing parameter (Active/PassThrough, default Active); its role has exactly the X-Ray write actions, on \"*\"")
+def _(m: Model) -> None:
+    spec = m.t.get("Parameters", {}).get("Tracing", {})
+    allowed = sorted(map(str, spec.get("AllowedValues", [])))
+    assert allowed == ["Active", "PassThrough"] and spec.get("Default") == "Active", (
+        f"parameter Tracing: AllowedValues {allowed}, Default {spec.get('Default')!r}"
+    )
+    mode = m.res[m.function()]["Properties"].get("TracingConfig", {}).get("Mode")
+    assert mode == {"Ref": "Tracing"}, f"TracingConfig.Mode is {mode!r}, expected Ref Tracing"
+    xray = []
+    for st in m.role_statements(m.function_role()):
+        acts = [a for a in as_list(st.get("Action")) if str(a).lower().startswith("xray:")]
+        if acts and st.get("Effect") == "Allow":
+            xray.append((set(acts), as_list(st.get("Resource"))))
+    got = set().union(*(a for a, _ in xray)) if xray else set()
+    assert got == XRAY_ACTIONS, f"X-Ray actions {sorted(got)}, expected exactly {sorted(XRAY_ACTIONS)}"
+    for acts, res in xray:
+        assert res == ["*"], f"X-Ray actions {sorted(acts)} on {res!r}: X-Ray accepts only Resource \"*\""
 
 
 # ---------------------------------------------------------------------------
