@@ -27,11 +27,11 @@ help: ## List the targets
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
 	cargo run --quiet --example demo
 
-test: release ## Run all tests (unit, integration, and the release binaries under a Lambda emulator)
+test: ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run
 
-release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier)
+release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier, order-api)
 	cargo build --release --bins
 
 bench: release ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS

@@ -1,4 +1,4 @@
-//! Property 11: the order API's release binary, several execution
+//! Property 11: the order API's binary, several execution
 //! environments at once (one process each, as Lambda runs them), real
 //! HTTP API (payload 2.0) events through the Runtime API emulator, and
 //! latency on every DynamoDB request so that requests overlap for real.

@@ -1,4 +1,4 @@
-//! The function under test, started the way Lambda starts it: the release
+//! The function under test, started the way Lambda starts it: the real
 //! binary, with `AWS_LAMBDA_RUNTIME_API` pointing at a Runtime API emulator
 //! and the function's configuration in the environment.
 //!
@@ -70,34 +70,35 @@ pub trait Function: Send + Sync + 'static {
     ) -> impl Future<Output = InvokeResult> + Send;
 }
 
-/// Where the release binary is: `ORDER_CONSUMER_BIN`, else
-/// `<CARGO_MANIFEST_DIR>/target/release/order-consumer`.
+/// The order consumer's binary: `ORDER_CONSUMER_BIN`, else the one cargo
+/// built with this test (`CARGO_BIN_EXE_order-consumer`, same profile).
 pub fn binary_path() -> PathBuf {
-    release_binary("ORDER_CONSUMER_BIN", "order-consumer")
+    function_binary("ORDER_CONSUMER_BIN", env!("CARGO_BIN_EXE_order-consumer"))
 }
 
-/// The payment ledger's release binary (`LEDGER_BIN` overrides).
+/// The payment ledger's binary (`LEDGER_BIN` overrides).
 pub fn ledger_binary_path() -> PathBuf {
-    release_binary("LEDGER_BIN", "payment-ledger")
+    function_binary("LEDGER_BIN", env!("CARGO_BIN_EXE_payment-ledger"))
 }
 
-/// The order API's release binary (`ORDER_API_BIN` overrides).
+/// The order API's binary (`ORDER_API_BIN` overrides).
 pub fn api_binary_path() -> PathBuf {
-    release_binary("ORDER_API_BIN", "order-api")
+    function_binary("ORDER_API_BIN", env!("CARGO_BIN_EXE_order-api"))
 }
 
-fn release_binary(var: &str, name: &str) -> PathBuf {
+/// The binary named by `var` (for example the shipped release build:
+/// `ORDER_CONSUMER_BIN=target/release/order-consumer`), else `built`: the
+/// one cargo builds for the tests, so a fresh clone's `make test` needs no
+/// release build. The properties hold for either: they are about what the
+/// code does, not how fast it is compiled to do it.
+fn function_binary(var: &str, built: &str) -> PathBuf {
     let path = match std::env::var_os(var) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target/release")
-            .join(name),
+        _ => PathBuf::from(built),
     };
     assert!(
         path.is_file(),
-        "the reliability tests run the release binaries, and {} does not exist.\n\
-         Build them first:  cargo build --release --bins\n\
-         (or point {var} at a built {name} binary)",
+        "{} does not exist (from {var}, or cargo's build of the tests)",
         path.display()
     );
     path

@@ -1,5 +1,5 @@
 //! Wiring shared by the tests: dynoxide, the fault proxy in front of it, and
-//! N execution environments running the release binary through the proxy.
+//! N execution environments running the function's binary through the proxy.
 
 use std::sync::Arc;
 use std::time::Duration;

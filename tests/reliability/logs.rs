@@ -1,4 +1,4 @@
-//! Property 10: what the release binary really writes. Two invocations of
+//! Property 10: what the binary really writes. Two invocations of
 //! one process, through the Runtime API emulator: every JSON line carries
 //! the keys Powertools users search by, with the values of its invocation
 //! (`cold_start` true on the first only, that invocation's request id, the

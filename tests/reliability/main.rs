@@ -4,8 +4,9 @@
 //! (in-process dynoxide), with an SQS event source mapping simulator in
 //! front and a fault-injecting TCP proxy between the function and DynamoDB.
 //!
-//! Needs `target/release/order-consumer` (or `ORDER_CONSUMER_BIN`):
-//! `cargo build --release --bin order-consumer`. See docs/reliability.md.
+//! Runs the binaries cargo builds with this test (`CARGO_BIN_EXE_*`), or
+//! the ones `ORDER_CONSUMER_BIN`, `LEDGER_BIN` and `ORDER_API_BIN` name
+//! (the shipped release build, say). See docs/reliability.md.
 //!
 //! Harness: `function` (the binary as an execution environment, under the
 //! library's Runtime API emulator, `order_consumer::testing::runtime_api`),
