@@ -50,10 +50,10 @@ $(CARGO_LAMBDA):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
 
-build: $(CARGO_LAMBDA) ## Release build of the three functions for Lambda arm64 (needs the aarch64 target; see docs/deployment.md)
+build: $(CARGO_LAMBDA) ## Release build of the four functions for Lambda arm64 (needs the aarch64 target; see docs/deployment.md)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bins
 
-build-host: $(CARGO_LAMBDA) ## Release build of the three functions for this machine's architecture
+build-host: $(CARGO_LAMBDA) ## Release build of the four functions for this machine's architecture
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bins
 
 local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
