@@ -30,6 +30,7 @@ use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::core::batch::deadline_epoch_ms;
 use crate::core::config::{ConfigError, Telemetry, parse_in, required};
 use crate::core::error::StoreError;
 use crate::core::function::{ColdStart, invocation_span};
@@ -175,7 +176,7 @@ impl OrderApi {
         // through `run`) gets the API Gateway limit of 30 s.
         let (deadline, span) = match req.lambda_context_ref() {
             Some(cx) => (
-                cx.deadline,
+                deadline_epoch_ms(cx.deadline),
                 invocation_span(&self.telemetry, cold_start, cx),
             ),
             None => (epoch_ms() + 30_000, tracing::Span::none()),
@@ -383,6 +384,13 @@ async fn cut<T>(
     cutoff: tokio::time::Instant,
     call: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
+    // Past the cutoff, the call is not even started (a future does nothing
+    // until polled, and `timeout_at` polls it once before looking at the
+    // clock): a write whose answer nobody waits for is a write the client
+    // cannot know about.
+    if tokio::time::Instant::now() >= cutoff {
+        return Err(StoreError::DeadlineExceeded);
+    }
     tokio::time::timeout_at(cutoff, call)
         .await
         .unwrap_or(Err(StoreError::DeadlineExceeded))

@@ -248,17 +248,23 @@ impl<O: Verdict> BatchReport<O> {
 /// (cargo lambda watch 1.9 sends 600000) put in `Lambda-Runtime-Deadline-Ms`.
 const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
 
-/// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
-pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
+/// Lambda's deadline as epoch milliseconds, whatever the runtime API sent:
+/// a value below [`EPOCH_MS_FLOOR`] is read as milliseconds from now.
+pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
     if deadline_ms < EPOCH_MS_FLOOR {
         tracing::warn!(
             deadline_ms,
             "invocation deadline is not an epoch timestamp (local emulator?); reading it as milliseconds from now"
         );
-        return Instant::now() + Duration::from_millis(deadline_ms);
+        return crate::core::time::epoch_ms().saturating_add(deadline_ms);
     }
-    let now_ms = crate::core::time::epoch_ms();
-    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+    deadline_ms
+}
+
+/// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
+pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
+    let left = deadline_epoch_ms(deadline_ms).saturating_sub(crate::core::time::epoch_ms());
+    Instant::now() + Duration::from_millis(left)
 }
 
 /// Run a batch to completion (or to the deadline). Never panics on input and

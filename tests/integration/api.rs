@@ -551,3 +551,29 @@ proptest! {
         })?;
     }
 }
+
+#[tokio::test]
+async fn the_lambda_entry_point_takes_its_deadline_from_the_invocation() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let with_deadline = |key: &str, deadline: u64| {
+        let mut cx = lambda_http::Context::default();
+        cx.deadline = deadline;
+        lambda_http::RequestExt::with_lambda_context(
+            post(Some(key), BODY, &Caller::Anonymous),
+            cx,
+        )
+    };
+    // A deadline already past: no time to store anything, 503 and nothing
+    // stored, so a retry with the key can still succeed.
+    let r = api.invoke(with_deadline("past", epoch_ms() - 1_000)).await;
+    assert!(is_problem(&r, 503), "{}", text(&r));
+    assert!(t.orders().await.is_empty() && t.records().await.is_empty());
+    // A real one, and the duration `cargo lambda watch` sends in its place
+    // (600000): both leave time to place the order.
+    for (key, deadline) in [("epoch", epoch_ms() + 30_000), ("relative", 600_000)] {
+        let r = api.invoke(with_deadline(key, deadline)).await;
+        assert_eq!(r.status(), 201, "{key}: {}", text(&r));
+    }
+    assert_eq!(t.orders().await.len(), 2);
+}
