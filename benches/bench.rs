@@ -88,12 +88,31 @@ fn main() {
     r.line("## PERFORMANCE figures (`make bench`)");
     r.line(format!("\nMachine: {machine}. Local DynamoDB: dynoxide (in-memory SQLite) in the same process as the handler, so its CPU cost is inside every figure below.\n"));
 
-    rt.block_on(throughput(&mut r));
-    rt.block_on(requests_per_message(&mut r));
-    rt.block_on(cache_on_off(&mut r));
-    cpu_per_message(&mut r);
-    rt.block_on(api_figures(&mut r));
-    rt.block_on(process_figures(&mut r));
+    // `cargo bench --bench bench -- api process`: only those sections
+    // (cargo passes its own `--bench` flag, hence the filter on "-").
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let run = |section: &str| only.is_empty() || only.iter().any(|s| s == section);
+    if run("throughput") {
+        rt.block_on(throughput(&mut r));
+    }
+    if run("requests") {
+        rt.block_on(requests_per_message(&mut r));
+    }
+    if run("cache") {
+        rt.block_on(cache_on_off(&mut r));
+    }
+    if run("cpu") {
+        cpu_per_message(&mut r);
+    }
+    if run("api") {
+        rt.block_on(api_figures(&mut r));
+    }
+    if run("process") {
+        rt.block_on(process_figures(&mut r));
+    }
 
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-report.md");
     let _ = std::fs::write(&path, &r.0);

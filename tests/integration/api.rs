@@ -559,10 +559,7 @@ async fn the_lambda_entry_point_takes_its_deadline_from_the_invocation() {
     let with_deadline = |key: &str, deadline: u64| {
         let mut cx = lambda_http::Context::default();
         cx.deadline = deadline;
-        lambda_http::RequestExt::with_lambda_context(
-            post(Some(key), BODY, &Caller::Anonymous),
-            cx,
-        )
+        lambda_http::RequestExt::with_lambda_context(post(Some(key), BODY, &Caller::Anonymous), cx)
     };
     // A deadline already past: no time to store anything, 503 and nothing
     // stored, so a retry with the key can still succeed.
