@@ -298,12 +298,7 @@ async fn the_api_binary_writes_the_powertools_keys_and_an_emf_line_per_request()
         let r = h.envs[0].invoke(post("logs-key", &body), TIMEOUT).await;
         assert_eq!(Answer::of(&r).map(|a| a.status), Ok(201), "{r:?}");
     }
-    let lines: Vec<Value> = h.envs[0]
-        .logs
-        .tail(400)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let lines = h.envs[0].logs.json_lines();
     let emf: Vec<&Value> = lines.iter().filter(|l| l.get("_aws").is_some()).collect();
     assert_eq!(emf.len(), 2, "one EMF line per request: {emf:?}");
     for (doc, (cold, outcome)) in emf.iter().zip([(1, "Created"), (0, "Replayed")]) {

@@ -194,6 +194,15 @@ impl Logs {
             .join("\n")
     }
 
+    /// The kept lines that are JSON (log lines and EMF documents).
+    pub fn json_lines(&self) -> Vec<Value> {
+        let st = self.state.lock().unwrap();
+        st.tail
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     pub fn panics(&self) -> Vec<String> {
         self.state.lock().unwrap().panics.clone()
     }

@@ -32,12 +32,7 @@ async fn the_binarys_lines_carry_the_powertools_keys_and_cold_start() {
         assert!(matches!(r, InvokeResult::Response { .. }), "{r:?}");
         queue.complete(&batch, &r);
     }
-    let lines: Vec<Value> = h.envs[0]
-        .logs
-        .tail(400)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let lines = h.envs[0].logs.json_lines();
     let emf: Vec<&Value> = lines.iter().filter(|l| l.get("_aws").is_some()).collect();
     assert_eq!(emf.len(), 2, "one EMF line per invocation: {emf:?}");
     for (doc, cold) in emf.iter().zip([1, 0]) {
