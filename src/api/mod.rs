@@ -159,10 +159,14 @@ impl OrderApi {
         }
     }
 
-    /// Serve requests until the runtime stops.
-    pub async fn serve(&self) -> Result<(), lambda_http::Error> {
-        lambda_http::run(service_fn(|req: Request| async move {
-            Ok::<_, lambda_http::Error>(self.invoke(req).await)
+    /// Serve requests until the runtime stops; on Lambda Managed Instances
+    /// (`AWS_LAMBDA_MAX_CONCURRENCY` > 1) that many at once, sharing the
+    /// client and the cold-start flag (every clone of `OrderApi` shares
+    /// them). Each request's deadline, claim and metrics line are its own.
+    pub async fn serve(self) -> Result<(), lambda_http::Error> {
+        lambda_http::run_concurrent(service_fn(move |req: Request| {
+            let api = self.clone();
+            async move { Ok::<_, lambda_http::Error>(api.invoke(req).await) }
         }))
         .await
     }

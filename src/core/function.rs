@@ -107,16 +107,30 @@ impl<H: Handler> Function<H> {
         self.runtime.settings()
     }
 
-    /// The Lambda entry point: run the batch, emit its metrics line, answer.
     /// Serve invocations until the runtime stops. Each event is read
     /// strictly ([`StrictInput`]): an event or record that is not a JSON
     /// object fails the invocation (the whole batch returns) instead of
     /// being read as a record with an invented id.
-    pub async fn serve(&self) -> Result<(), lambda_runtime::Error> {
+    ///
+    /// On Lambda Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY` > 1) one
+    /// process serves that many invocations at once. What they share is
+    /// behind this `Arc` and made to be shared: the handler's clients, its
+    /// warm cache (which only learns what DynamoDB confirmed, whichever
+    /// invocation asked), the cold-start flag. The deadline, the report and
+    /// the metrics line are each invocation's own. Unset or 1, invocations
+    /// run one at a time, exactly as with `lambda_runtime::run`.
+    pub async fn serve(self) -> Result<(), lambda_runtime::Error>
+    where
+        H: Send + Sync + 'static,
+    {
         type Input<H> = <<<H as Handler>::Record as BatchRecord>::Event as BatchEvent>::Input;
-        lambda_runtime::run(service_fn(|event: LambdaEvent<Input<H>>| {
-            let event = LambdaEvent::new(event.payload.into_inner(), event.context);
-            self.handle(event)
+        let function = std::sync::Arc::new(self);
+        lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<Input<H>>| {
+            let function = function.clone();
+            async move {
+                let event = LambdaEvent::new(event.payload.into_inner(), event.context);
+                function.handle(event).await
+            }
         }))
         .await
     }

@@ -4,8 +4,11 @@
 //! `POST .../invocation/{id}/response` or `.../invocation/{id}/error`; a
 //! failed cold start posts `/2018-06-01/runtime/init/error`.
 //!
-//! One emulator serves one process (Lambda runs one invocation at a time per
-//! environment). It listens on 127.0.0.1:0 and is torn down with the process.
+//! One emulator serves one process: one invocation at a time, as Lambda
+//! runs an environment, or several at once when the process polls from
+//! several workers (Lambda Managed Instances, `AWS_LAMBDA_MAX_CONCURRENCY`);
+//! answers are matched to invocations by request id either way. It listens
+//! on 127.0.0.1:0 and is torn down with the process.
 //!
 //! In the library because two places run the release binaries exactly as
 //! Lambda does: the reliability suite (many invocations, crashes, deadlines)
@@ -14,7 +17,7 @@
 //! same Runtime API, headers and all, as the binary under test.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -57,6 +60,8 @@ struct Shared {
     inflight: std::sync::Mutex<HashMap<String, oneshot::Sender<Reply>>>,
     init_error: std::sync::Mutex<Option<String>>,
     first_poll: OnceLock<Instant>,
+    /// The most invocations the process held at once (taken, not answered).
+    peak_in_flight: AtomicUsize,
 }
 
 /// The emulator: hand it invocations with [`RuntimeApi::submit`] and point
@@ -97,6 +102,7 @@ impl RuntimeApi {
             inflight: Default::default(),
             init_error: Default::default(),
             first_poll: OnceLock::new(),
+            peak_in_flight: AtomicUsize::new(0),
         });
         let conns: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>> = Default::default();
         let (s, c) = (shared.clone(), conns.clone());
@@ -131,6 +137,12 @@ impl RuntimeApi {
         self.shared.init_error.lock().unwrap().clone()
     }
 
+    /// The most invocations the process held at once: above 1 only when it
+    /// serves invocations concurrently.
+    pub fn peak_in_flight(&self) -> usize {
+        self.shared.peak_in_flight.load(Ordering::SeqCst)
+    }
+
     /// When the runtime first polled for an invocation (the end of its cold
     /// start, as Lambda counts it).
     pub fn first_poll(&self) -> Option<Instant> {
@@ -161,11 +173,13 @@ async fn serve_conn(sock: tokio::net::TcpStream, shared: Arc<Shared>) {
                     next.recv().await
                 };
                 let Some(inv) = inv else { return };
-                shared
-                    .inflight
-                    .lock()
-                    .unwrap()
-                    .insert(inv.request_id.clone(), inv.reply);
+                {
+                    let mut inflight = shared.inflight.lock().unwrap();
+                    inflight.insert(inv.request_id.clone(), inv.reply);
+                    shared
+                        .peak_in_flight
+                        .fetch_max(inflight.len(), Ordering::SeqCst);
+                }
                 http1::response(
                     200,
                     "OK",

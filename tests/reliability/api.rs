@@ -37,9 +37,18 @@ fn idempotency_table(orders_table: &str) -> String {
 
 /// `n` environments running the order API against a fresh pair of tables.
 async fn start(n: usize, seed: u64) -> Harness {
+    start_with(n, seed, 1).await
+}
+
+/// `n` environments whose processes each serve `concurrency` requests at
+/// once (Lambda Managed Instances when above 1).
+async fn start_with(n: usize, seed: u64, concurrency: usize) -> Harness {
     let h = Harness::start(n, seed, |mut c| {
         c.binary = api_binary_path();
         let table = idempotency_table(&c.table);
+        if concurrency > 1 {
+            c = c.managed(concurrency);
+        }
         c.env("IDEMPOTENCY_TABLE", &table)
     })
     .await;
@@ -128,7 +137,21 @@ async fn send_all(h: &Harness, payloads: Vec<Arc<Vec<u8>>>) -> Vec<InvokeResult>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_identical_requests_place_one_order_and_fifty_keys_place_fifty() {
-    let h = start(5, 111).await;
+    fifty_requests(start(5, 111).await, "api concurrency").await;
+}
+
+/// The same on Lambda Managed Instances: one process, eight requests at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_process_serving_eight_requests_at_once_places_one_order_per_key() {
+    let h = start_with(1, 114, 8).await;
+    let env = h.envs[0].clone();
+    let at_once = fifty_requests(h, "api managed").await;
+    assert!(at_once >= 2, "the process never served requests at once");
+    assert_eq!(env.logs.cold_starts(), 1, "one cold start per process");
+}
+
+/// Returns the most requests the first process held at once.
+async fn fifty_requests(h: Harness, name: &str) -> usize {
     h.proxy.set(
         Fault::Latency {
             before_ms: (5, 40),
@@ -200,8 +223,11 @@ async fn fifty_identical_requests_place_one_order_and_fifty_keys_place_fifty() {
     let stored: HashSet<String> = order_ids(&h).await.into_iter().collect();
     assert_eq!(stored.len(), 51, "the first order and 50 more");
     assert!(created.is_subset(&stored));
+    let at_once = h.envs[0].peak_in_flight().await;
     h.proxy.heal();
-    h.finish("api concurrency").await;
+    h.finish(name).await;
+    println!("[{name}] requests one process held at once: {at_once}");
+    at_once
 }
 
 /// How one killed request's retries went.

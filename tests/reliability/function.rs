@@ -114,6 +114,9 @@ pub struct FnConfig {
     pub extra_env: Vec<(String, String)>,
     /// Keep every per-record log line, indexed by messageId (hostile tests).
     pub index_record_logs: bool,
+    /// Invocations one process serves at once (`AWS_LAMBDA_MAX_CONCURRENCY`,
+    /// Lambda Managed Instances); 1 is classic Lambda.
+    pub concurrency: usize,
 }
 
 impl FnConfig {
@@ -132,7 +135,15 @@ impl FnConfig {
             dynamodb_endpoint: dynamodb_endpoint.to_owned(),
             extra_env,
             index_record_logs: false,
+            concurrency: 1,
         }
+    }
+
+    /// One process serving `n` invocations at once, as on Lambda Managed
+    /// Instances.
+    pub fn managed(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self.env("AWS_LAMBDA_MAX_CONCURRENCY", &n.to_string())
     }
 
     pub fn env(mut self, k: &str, v: &str) -> Self {
@@ -157,6 +168,8 @@ pub struct Logs {
 struct LogState {
     tail: VecDeque<String>,
     panics: Vec<String>,
+    /// EMF lines that said `ColdStart` 1.
+    cold_starts: u32,
     records: Option<HashMap<String, Vec<Value>>>,
 }
 
@@ -165,6 +178,9 @@ impl Logs {
         let mut st = self.state.lock().unwrap();
         if line.contains("panicked") {
             st.panics.push(line.clone());
+        }
+        if line.starts_with('{') && line.contains("\"_aws\"") && line.contains("\"ColdStart\":1") {
+            st.cold_starts += 1;
         }
         if index
             && let Ok(v) = serde_json::from_str::<Value>(&line)
@@ -201,6 +217,11 @@ impl Logs {
             .iter()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+
+    /// How many invocations reported a cold start in their EMF line.
+    pub fn cold_starts(&self) -> u32 {
+        self.state.lock().unwrap().cold_starts
     }
 
     pub fn panics(&self) -> Vec<String> {
@@ -419,7 +440,64 @@ impl LambdaEnv {
         }
     }
 
+    /// The most invocations the current process held at once.
+    pub async fn peak_in_flight(&self) -> usize {
+        let g = self.running.lock().await;
+        g.as_ref().map(|r| r.api.peak_in_flight()).unwrap_or(0)
+    }
+
+    /// An invocation of a process that serves several at once: the
+    /// environment is held only to hand the invocation over, not while it
+    /// runs. A process that dies leaves its invocations unanswered, which
+    /// shows as timeouts (`Harness::finish` asserts there are none).
+    async fn invoke_concurrent(&self, payload: Arc<Vec<u8>>, timeout: Duration) -> InvokeResult {
+        let deadline_ms = epoch_ms() + timeout.as_millis() as u64;
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut g = self.running.lock().await;
+            if g.is_none() {
+                *g = Some(self.spawn().await);
+            }
+            let r = g.as_ref().unwrap();
+            r.api
+                .submit(Invocation {
+                    request_id: runtime_api::new_request_id(),
+                    payload,
+                    deadline_ms,
+                    reply: tx,
+                })
+                .await;
+        }
+        match tokio::time::timeout(timeout + self.grace, rx).await {
+            Ok(Ok(Reply::Response { body, at_ms })) => InvokeResult::Response {
+                body,
+                at_ms,
+                deadline_ms,
+            },
+            Ok(Ok(Reply::Error {
+                error_type,
+                error_message,
+                at_ms,
+            })) => InvokeResult::Error {
+                error_type,
+                error_message,
+                at_ms,
+                deadline_ms,
+            },
+            Ok(Err(_)) => InvokeResult::Crashed {
+                detail: "runtime API dropped the invocation".into(),
+            },
+            Err(_) => {
+                self.timeouts.fetch_add(1, Ordering::SeqCst);
+                InvokeResult::Timeout
+            }
+        }
+    }
+
     async fn invoke_inner(&self, payload: Arc<Vec<u8>>, timeout: Duration) -> InvokeResult {
+        if self.cfg.concurrency > 1 {
+            return self.invoke_concurrent(payload, timeout).await;
+        }
         let mut g = self.running.lock().await;
         if g.is_none() {
             *g = Some(self.spawn().await);
