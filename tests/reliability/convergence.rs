@@ -11,12 +11,14 @@
 //! scale it; failing cases are kept in `convergence.proptest-regressions`
 //! and replayed first on every run.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 
+use crate::function::LambdaEnv;
 use crate::harness::{Harness, proptest_config, runtime};
 use crate::model::{Lifecycle, Order, Workload, ack_audit};
 use crate::sqs::{DrainOpts, Pick, Queue, QueueConfig, drain};
@@ -64,9 +66,16 @@ pub fn case_strategy(lifecycles: Vec<Lifecycle>, max_orders: usize) -> impl Stra
 
 static CASE_NO: AtomicU64 = AtomicU64::new(0);
 
-/// Run one case against already running environments; order ids are unique
-/// per case, so cases share the table without interfering.
-pub async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError> {
+/// Run one case against already running environments (`pollers`: the
+/// event source mapping's concurrent pollers, each invoking its
+/// environment; several may share one process on Lambda Managed
+/// Instances); order ids are unique per case, so cases share the table
+/// without interfering.
+pub async fn run_case(
+    h: &Harness,
+    pollers: &[Arc<LambdaEnv>],
+    case: &Case,
+) -> Result<String, TestCaseError> {
     let prefix = format!("c{}", CASE_NO.fetch_add(1, Ordering::SeqCst));
     let workload = Workload {
         orders: case
@@ -94,7 +103,7 @@ pub async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError>
     let mut rng = Rng::new(case.seed);
     let sent = workload.send_all(&queue, case.dup_rate, &mut rng);
     let (audit, acked_uncommitted) = ack_audit(&h.db);
-    let functions = &h.envs[..case.functions.min(h.envs.len())];
+    let functions = &pollers[..case.functions.min(pollers.len())];
     drain(
         &queue,
         functions,
@@ -126,14 +135,29 @@ pub async fn run_case(h: &Harness, case: &Case) -> Result<String, TestCaseError>
     Ok(format!("{sent} messages; {}", queue.stats.summary()))
 }
 
-/// Drive proptest over `lifecycles` with `cases` cases by default.
-pub fn check_convergence(source_file: &'static str, lifecycles: &[Lifecycle], cases: u32) {
+/// Drive proptest over `lifecycles` with `cases` cases by default, against
+/// three processes, or with `managed: Some(n)` one process serving `n`
+/// invocations at once (up to three of them per case, as the ESM's pollers).
+pub fn check_convergence(
+    source_file: &'static str,
+    lifecycles: &[Lifecycle],
+    cases: u32,
+    managed: Option<usize>,
+) {
     let rt = runtime();
-    let h = rt.block_on(Harness::start(3, 7, |c| c));
+    let (processes, seed) = if managed.is_some() { (1, 8) } else { (3, 7) };
+    let h = rt.block_on(Harness::start(processes, seed, |c| match managed {
+        Some(n) => c.managed(n),
+        None => c,
+    }));
+    let pollers = match managed {
+        None => h.envs.clone(),
+        Some(_) => vec![h.envs[0].clone(); 3],
+    };
     let max_orders = env_usize("RELIABILITY_MAX_ORDERS", 8);
     let mut runner = TestRunner::new(proptest_config(source_file, cases));
     let result = runner.run(&case_strategy(lifecycles.to_vec(), max_orders), |case| {
-        let summary = rt.block_on(run_case(&h, &case))?;
+        let summary = rt.block_on(run_case(&h, &pollers, &case))?;
         println!(
             "case ok: {} orders, batch {}, {} fn(s): {summary}",
             case.orders.len(),
@@ -151,7 +175,14 @@ pub fn check_convergence(source_file: &'static str, lifecycles: &[Lifecycle], ca
 
 #[test]
 fn every_order_converges_to_its_events_applied_once_in_seq_order() {
-    check_convergence(file!(), &Lifecycle::ALL, 12);
+    check_convergence(file!(), &Lifecycle::ALL, 12, None);
+}
+
+/// The same property when one process serves several invocations at once
+/// (Lambda Managed Instances, `AWS_LAMBDA_MAX_CONCURRENCY=8`).
+#[test]
+fn every_order_converges_with_one_process_serving_invocations_at_once() {
+    check_convergence(file!(), &Lifecycle::ALL, 12, Some(8));
 }
 
 /// Sequence numbers are u64: beyond 2^53 a float anywhere on the path
