@@ -24,7 +24,6 @@
 //! worker for the batch processor's fixed 5 s flush timeout. [`flush`] is
 //! bounded and blocks no worker.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use opentelemetry::KeyValue;
@@ -35,7 +34,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::{Level, Metadata, Subscriber};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::{FilterExt as _, filter_fn};
+use tracing_subscriber::filter::{FilterExt as _, LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::core::batch::deadline_from_epoch_ms;
@@ -68,9 +67,13 @@ const SDK_TARGETS: [&str; 4] = [
     "aws_smithy_runtime",
 ];
 
-/// The tracer provider, set once per process by [`layer`]: [`flush`] needs
-/// it, and it is not reachable through `tracing`.
-static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+/// The tracer provider, as a layer that does nothing (its filter lets no
+/// span or event through): [`flush`] finds it in the current subscriber
+/// (`Dispatch::downcast_ref`), so each subscriber flushes its own provider
+/// and there is no global state.
+struct Provider(SdkTracerProvider);
+
+impl<S: Subscriber> Layer<S> for Provider {}
 
 /// The OTLP endpoint of the traces: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as
 /// is, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces` (the OTLP
@@ -90,9 +93,9 @@ pub fn traces_endpoint(get: &impl Fn(&str) -> Option<String>) -> Option<String> 
 }
 
 /// The layer that turns spans into OpenTelemetry spans, filtered to what is
-/// exported (the module's doc), or `None` without an endpoint. Read through
-/// `get` (the environment in a function, a map in tests). Builds the
-/// provider once per process; a second call reuses it, whatever its `get`.
+/// exported (the module's doc), with its provider; `None` without an
+/// endpoint. Read through `get` (the environment in a function, a map in
+/// tests).
 pub fn layer<S>(
     get: &impl Fn(&str) -> Option<String>,
 ) -> Result<Option<impl Layer<S> + Send + Sync + 'static>, TraceSetupError>
@@ -102,23 +105,16 @@ where
     let Some(endpoint) = traces_endpoint(get) else {
         return Ok(None);
     };
-    let provider = match PROVIDER.get() {
-        Some(p) => p.clone(),
-        None => {
-            let built = provider(&endpoint, get)?;
-            // Lost a race with another caller: use the one that is set.
-            PROVIDER.get_or_init(|| built).clone()
-        }
-    };
-    let tracer = provider.tracer("order-consumer");
+    let provider = provider(&endpoint, get)?;
     let exported = filter_fn(ours).or(filter_fn(sdk_operation));
-    Ok(Some(
-        tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            // Our events become span events (the "record processed" line
-            // with its outcome); their `message` is the event's name.
-            .with_filter(exported),
-    ))
+    let spans = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("order-consumer"))
+        // Our events become span events (the "record processed" line with
+        // its outcome); their `message` is the event's name.
+        .with_filter(exported);
+    Ok(Some(spans.and_then(
+        Provider(provider).with_filter(LevelFilter::OFF),
+    )))
 }
 
 /// Our spans and events at INFO and above.
@@ -218,7 +214,9 @@ pub fn join_xray_trace(span: &tracing::Span, header: Option<&str>) {
 /// pool; when the wait ends first it goes on there, and the invocation
 /// answers.
 pub async fn flush(deadline_ms: u64) {
-    let Some(provider) = PROVIDER.get() else {
+    let provider =
+        tracing::dispatcher::get_default(|d| d.downcast_ref::<Provider>().map(|p| p.0.clone()));
+    let Some(provider) = provider else {
         return;
     };
     let left = deadline_from_epoch_ms(deadline_ms)
@@ -229,7 +227,6 @@ pub async fn flush(deadline_ms: u64) {
         tracing::warn!("no time left before the deadline to export this invocation's spans");
         return;
     }
-    let provider = provider.clone();
     let flushing = tokio::task::spawn_blocking(move || provider.force_flush());
     match tokio::time::timeout(bound, flushing).await {
         Ok(Ok(Ok(()))) => {}
