@@ -19,7 +19,7 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE)
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help demo test validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench release
+.PHONY: help demo test test-otel validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench release
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -30,6 +30,10 @@ demo: ## Run the function on every sample event against a local DynamoDB and pri
 test: ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 	cargo nextest run
+
+test-otel: ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
+	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
+	cargo nextest run --features otel -E 'test(/^otel::/) | test(/^core::otel::/)'
 
 release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier, order-api)
 	cargo build --release --bins

@@ -1,7 +1,8 @@
 //! `make bench`: throughput, DynamoDB requests per message, CPU per message,
 //! cold start, binary size and peak RSS, and the order API's requests per
-//! second, DynamoDB requests per call and latency, all in one run against a
-//! local DynamoDB-compatible server (dynoxide, in-process).
+//! second, DynamoDB requests per call and latency, and one process at
+//! Lambda Managed Instances concurrency against as many processes, all in
+//! one run against a local DynamoDB-compatible server (dynoxide, in-process).
 //!
 //! Prints markdown tables (also written to target/bench-report.md). Figures
 //! that compare two variants are given as ratios measured in this same run.
@@ -109,6 +110,9 @@ fn main() {
     }
     if run("api") {
         rt.block_on(api_figures(&mut r));
+    }
+    if run("managed") {
+        rt.block_on(managed_figures(&mut r));
     }
     if run("process") {
         rt.block_on(process_figures(&mut r));
@@ -395,6 +399,142 @@ async fn api_figures(r: &mut Report) {
         "\nSame run: a replay is {:.1}x and a 422 {:.1}x the rate of a first-time request (one refused PutItem brings the stored record back; a first time adds the TransactWriteItems).",
         rates[1] / rates[0],
         rates[2] / rates[0]
+    ));
+}
+
+// ---- Lambda Managed Instances: one process at concurrency 8 vs 8 processes --
+
+/// Start `bin` against its own Runtime API emulator with `env` on top of
+/// what Lambda sets, its output discarded.
+fn spawn_function(bin: &Path, api: &RuntimeApi, db: &TestDb, env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
+        .env("TABLE_NAME", &db.table)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", db.endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "bench")
+        .env("AWS_SECRET_ACCESS_KEY", "bench")
+        .env("AWS_LAMBDA_FUNCTION_NAME", "order-consumer")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("RETRY_BACKOFF", "off")
+        .env("RUST_LOG", "warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the function binary")
+}
+
+/// Hand `payload` to `api` and wait for the answer; true when every record
+/// was acknowledged.
+async fn invoke_all_acked(api: &RuntimeApi, payload: Arc<Vec<u8>>) -> bool {
+    let (reply, answered) = oneshot::channel();
+    api.submit(Invocation {
+        request_id: runtime_api::new_request_id(),
+        payload,
+        deadline_ms: epoch_ms() + 300_000,
+        reply,
+    })
+    .await;
+    match tokio::time::timeout(Duration::from_secs(300), answered).await {
+        Ok(Ok(Reply::Response { body, .. })) => serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v["batchItemFailures"].as_array().map(Vec::is_empty))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
+fn vm_hwm_kib(child: &Child) -> u64 {
+    std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn managed_figures(r: &mut Report) {
+    // The order consumer cargo built for this bench (the `bench` profile):
+    // both layouts run the same build, so their ratio is the point.
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_order-consumer"));
+    const SLOTS: usize = 8;
+    const BATCHES: usize = 400;
+    const BATCH: usize = 10;
+    r.line(format!(
+        "\n### Lambda Managed Instances: one process at AWS_LAMBDA_MAX_CONCURRENCY={SLOTS} vs {SLOTS} processes ({BATCHES} batches of {BATCH} first-time messages, {SLOTS} invocations in flight, median of 3)\n"
+    ));
+    r.line("| layout | messages / s | total peak RSS |");
+    r.line("|---|---:|---:|");
+    let payloads: Vec<Arc<Vec<u8>>> = (0..BATCHES)
+        .map(|b| {
+            Arc::new(
+                serde_json::to_vec(&batch_of(&lifecycle_bodies(BATCH, &format!("lmi{b}"))))
+                    .expect("event json"),
+            )
+        })
+        .collect();
+    let mut figures = Vec::new();
+    for (name, processes, per_process) in [
+        (format!("1 process, concurrency {SLOTS}"), 1usize, SLOTS),
+        (format!("{SLOTS} processes, concurrency 1"), SLOTS, 1),
+    ] {
+        let mut rates = Vec::new();
+        let mut rss = Vec::new();
+        for _ in 0..3 {
+            let db = TestDb::new().await;
+            let concurrency = per_process.to_string();
+            let apis: Vec<RuntimeApi> =
+                futures_util::future::join_all((0..processes).map(|_| RuntimeApi::start())).await;
+            let mut children: Vec<Child> = apis
+                .iter()
+                .map(|api| {
+                    spawn_function(
+                        &bin,
+                        api,
+                        &db,
+                        &[("AWS_LAMBDA_MAX_CONCURRENCY", &concurrency)],
+                    )
+                })
+                .collect();
+            // Cold starts are not what is compared: one empty batch each first.
+            let empty = Arc::new(br#"{"Records":[]}"#.to_vec());
+            futures_util::future::join_all(apis.iter().map(|a| invoke_all_acked(a, empty.clone())))
+                .await;
+            // SLOTS invocations in flight in both layouts: spread over the
+            // processes, each process's share sent as its slots free up.
+            let t = Instant::now();
+            let acked = futures_util::future::join_all(
+                payloads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| invoke_all_acked(&apis[i % processes], p.clone())),
+            )
+            .await;
+            let secs = t.elapsed().as_secs_f64();
+            assert!(acked.iter().all(|ok| *ok), "every batch must apply fully");
+            rates.push((BATCHES * BATCH) as f64 / secs);
+            rss.push(children.iter().map(vm_hwm_kib).sum::<u64>() as f64 / 1024.0);
+            for c in &mut children {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        let (rate, mib) = (median(rates), median(rss));
+        figures.push((rate, mib));
+        r.line(format!("| {name} | {rate:.0} | {mib:.1} MiB |"));
+    }
+    r.line(format!(
+        "\nSame run: one process at concurrency {SLOTS} delivers {:.2}x the messages per second of {SLOTS} processes in {:.2}x their memory.",
+        figures[0].0 / figures[1].0,
+        figures[0].1 / figures[1].1
     ));
 }
 

@@ -195,6 +195,8 @@ impl OrderApi {
             ),
             &[("ColdStart", u64::from(cold_start))],
         ));
+        // The invocation span closed with the instrumented future above.
+        crate::core::bootstrap::flush_traces(deadline).await;
         response
     }
 

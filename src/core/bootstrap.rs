@@ -3,7 +3,8 @@
 use crate::core::config::{ConfigError, Runtime};
 use crate::core::dynamo;
 use crate::core::redelivery::{self, Redelivery};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 /// The function's configuration, or a failed cold start with a clear log
 /// line: a misconfigured function must not start consuming (and
@@ -18,12 +19,96 @@ pub fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Erro
 /// JSON logs to stdout (CloudWatch). The level: `RUST_LOG` when set (a full
 /// tracing filter, for local debugging), else Lambda's
 /// `AWS_LAMBDA_LOG_LEVEL` (set from the function's `LoggingConfig`
-/// ApplicationLogLevel), else info.
+/// ApplicationLogLevel), else info. Built with the feature `otel` and with
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` set, the spans are exported as well
+/// ([`subscriber`]).
 pub fn init_tracing() {
-    let filter = log_filter(&|k| std::env::var(k).ok());
+    let get = |k: &str| std::env::var(k).ok();
+    let (subscriber, traces) = subscriber(std::io::stdout, log_filter(&get), &get);
     // Only fails if a subscriber is already installed (then keep that one).
-    let _ = tracing::subscriber::set_global_default(json_logs(std::io::stdout, filter));
+    let _ = tracing::subscriber::set_global_default(subscriber);
+    // Logged once logging works. Traces are an aid: without them the
+    // function still runs.
+    if let Err(e) = traces {
+        tracing::warn!(error = %e, "OpenTelemetry traces are off");
+    }
 }
+
+/// Why the traces could not be set up (feature `otel`): the exporter could
+/// not be built, e.g. from an endpoint that is not a URL.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TraceSetupError(String);
+
+impl TraceSetupError {
+    /// The error, described.
+    pub fn new(what: impl Into<String>) -> Self {
+        TraceSetupError(what.into())
+    }
+}
+
+/// The functions' subscriber: [`json_logs`] to `writer` at `filter`'s
+/// level, and, built with the feature `otel` and an OTLP endpoint in `get`
+/// (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`),
+/// a layer exporting the spans to it, with a filter of its own that leaves
+/// the log lines exactly as they are. Without the feature or the endpoint
+/// there is no exporter and no thread. The error says why traces were
+/// asked for and are off (the logs work regardless).
+pub fn subscriber<W>(
+    writer: W,
+    filter: EnvFilter,
+    get: &impl Fn(&str) -> Option<String>,
+) -> (
+    impl tracing::Subscriber + Send + Sync,
+    Result<(), TraceSetupError>,
+)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let logs = tracing_subscriber::registry().with(json_layer(writer).with_filter(filter));
+    let (traces, problem) = match otel::layer(get) {
+        Ok(layer) => (layer, Ok(())),
+        Err(e) => (None, Err(e)),
+    };
+    (logs.with(traces), problem)
+}
+
+/// Make the invocation's `span` a child of the X-Ray segment Lambda opened
+/// (`xray_trace_id`: Lambda's `Root=...;Parent=...;Sampled=...` header),
+/// so that the exported spans join the function's X-Ray trace. A no-op
+/// without the feature `otel` or without an exporter.
+pub fn join_xray_trace(span: &tracing::Span, xray_trace_id: Option<&str>) {
+    otel::join_xray_trace(span, xray_trace_id);
+}
+
+/// After an invocation's answer is ready, before it is returned: export
+/// its spans, waiting a bounded time (at most a second, never past the
+/// deadline `deadline_ms`, epoch milliseconds, less a reserve; see
+/// `core::otel::FLUSH_TIMEOUT`). A no-op without the feature `otel` or
+/// without an exporter.
+pub async fn flush_traces(deadline_ms: u64) {
+    otel::flush(deadline_ms).await;
+}
+
+/// Without the feature `otel`: nothing to export; the stand-ins compile
+/// away.
+#[cfg(not(feature = "otel"))]
+mod otel {
+    use super::TraceSetupError;
+
+    pub fn layer(
+        _get: &impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<tracing_subscriber::layer::Identity>, TraceSetupError> {
+        Ok(None)
+    }
+
+    pub fn join_xray_trace(_span: &tracing::Span, _xray_trace_id: Option<&str>) {}
+
+    pub async fn flush(_deadline_ms: u64) {}
+}
+
+#[cfg(feature = "otel")]
+use crate::core::otel;
 
 /// The log filter from `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (TRACE,
 /// DEBUG, INFO, WARN, ERROR, FATAL; FATAL is tracing's ERROR), else info. An
@@ -61,12 +146,21 @@ pub fn json_logs<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + 
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt()
+    tracing_subscriber::registry().with(json_layer(writer).with_filter(filter))
+}
+
+/// The layer writing [`json_logs`]' lines. Its level filter is its own
+/// (a per-layer filter, not the subscriber's), so that another layer (the
+/// traces) may see spans the logs leave out without changing a line.
+fn json_layer<S, W>(writer: W) -> impl Layer<S> + Send + Sync + 'static
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
         .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
         .event_format(FlatJson)
-        .with_env_filter(filter)
         .with_writer(writer)
-        .finish()
 }
 
 /// The line format of [`json_logs`]. Lambda timestamps every line already,

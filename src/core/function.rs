@@ -73,6 +73,8 @@ pub fn invocation_span(
     if let Some(trace) = &cx.xray_trace_id {
         span.record("xray_trace_id", trace.as_str());
     }
+    // Before anything enters it: a started span's parent is fixed.
+    crate::core::bootstrap::join_xray_trace(&span, cx.xray_trace_id.as_deref());
     span
 }
 
@@ -142,7 +144,12 @@ impl<H: Handler> Function<H> {
     ) -> Result<E::Response, Diagnostic> {
         let cold_start = self.cold.take();
         let span = invocation_span(&self.runtime.telemetry, cold_start, &event.context);
-        self.run(event, cold_start).instrument(span).await
+        let deadline_ms = event.context.deadline;
+        // The span is closed when the instrumented future is dropped, at
+        // the end of this statement: the flush then exports it.
+        let answer = self.run(event, cold_start).instrument(span).await;
+        crate::core::bootstrap::flush_traces(deadline_ms).await;
+        answer
     }
 
     async fn run<E: BatchEvent<Record = H::Record>>(

@@ -25,7 +25,10 @@
 //! - [`error`]: storage failures free of SDK types.
 //! - [`metrics`]: the per-invocation CloudWatch EMF line.
 //! - [`config`]: the settings every function reads the same way.
-//! - [`bootstrap`]: logging and clients, once per cold start.
+//! - [`bootstrap`]: logging and clients, once per cold start; the traces'
+//!   setup, parent and per-invocation flush (no-ops without the feature
+//!   `otel`).
+//! - `otel` (feature `otel` only): OpenTelemetry traces over OTLP.
 //! - [`time`]: epoch milliseconds, RFC 3339, attempt ids.
 
 // The core is what adopters build on: every public item says what it is for.
@@ -39,6 +42,8 @@ pub mod dynamo;
 pub mod error;
 pub mod function;
 pub mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod outcome;
 pub mod records;
 pub mod redelivery;

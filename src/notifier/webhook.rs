@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use crate::notifier::domain::Notification;
 use crate::notifier::url::WebhookUrl;
 
@@ -100,7 +102,19 @@ impl Webhook {
         self.timeout
     }
 
+    /// POST the notification, inside a `webhook.post` span: reqwest opens
+    /// none, and a trace (feature `otel`) should show the call and its
+    /// status like the SDK's calls. The span carries no URL (it holds the
+    /// provider's token). Nothing is logged inside it, so the log lines
+    /// are the same with or without it.
     pub async fn post(&self, n: &Notification) -> Delivery {
+        let span = tracing::info_span!(
+            "webhook.post",
+            otel.kind = "client",
+            http.request.method = "POST",
+            http.response.status_code = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        );
         let result = self
             .client
             .post(self.url.as_url().clone())
@@ -108,10 +122,23 @@ impl Webhook {
             .header("Content-Type", "application/json")
             .body(n.body().to_string())
             .send()
+            .instrument(span.clone())
             .await;
         match result {
-            Ok(response) => Delivery::of_status(response.status().as_u16()),
+            Ok(response) => {
+                let status = response.status().as_u16();
+                span.record("http.response.status_code", status);
+                Delivery::of_status(status)
+            }
             Err(e) => {
+                let kind = if e.is_timeout() {
+                    "timeout"
+                } else if e.is_connect() {
+                    "connect"
+                } else {
+                    "request"
+                };
+                span.record("error.type", kind);
                 // reqwest's errors name the URL, which carries the
                 // provider's token: never log it.
                 tracing::warn!(error = %e.without_url(), "webhook request failed");

@@ -9,6 +9,8 @@ mod faults;
 mod ledger;
 mod logs;
 mod notifier;
+#[cfg(feature = "otel")]
+mod otel;
 mod outcomes;
 mod redelivery;
 mod sample_events;
