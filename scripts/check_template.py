@@ -12,7 +12,7 @@ template's defaults and the Key=Value arguments (and, for the FIFO checks,
 with FifoQueue=true), so the checks judge what `sam deploy` with those values
 would create: resources and outputs whose Condition is false are not in it.
 `make validate` runs it on the plain translation and once for each
-combination of DeployPaymentLedger and DeployOrderNotifier (on translations
+combination of DeployPaymentLedger, DeployOrderNotifier and DeployOrderApi (on translations
 whose Deploy* conditions translate_template.py --resolve-conditions resolved).
 """
 
@@ -36,6 +36,10 @@ REQUIRED_SQS_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueue
 # (ChangeMessageVisibilityBatch needs this action), on their own queue only.
 FUNCTION_SQS_ACTIONS = {"sqs:ChangeMessageVisibility"}
 FOURTEEN_DAYS = 14 * 24 * 3600
+# What Lambda needs to send a function's traces (Tracing): X-Ray has no
+# resource-level permissions, so these two, and only these, may be granted
+# on Resource "*".
+XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
 # What each function may touch: its tables (logical id -> (the only DynamoDB
@@ -128,6 +132,47 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         # Final refusals (HTTP 422) are counted under this EMF metric.
         "rejected_metric": "Rejected",
     },
+    # Fed by an API Gateway HTTP API, not by a queue or a stream: no event
+    # source mapping, no SQS, no stream, no SSM. It writes the orders table
+    # (the order consumer's) and its own idempotency table.
+    "OrderApiFunction": {
+        "deploy_param": "DeployOrderApi",
+        "owns": [
+            "IdempotencyTable", "OrderApiRole", "OrderApiLogGroup", "OrderApiFunction", "OrderHttpApi",
+            # SAM's stage of the HTTP API (named after the API, not the function).
+            "OrderHttpApiApiGatewayDefaultStage",
+            "OrderApi5xxAlarm", "OrderApiErrorsAlarm", "OrderApiThrottlesAlarm", "OrderApiInternalAlarm",
+        ],
+        "outputs": ["OrderApiUrl", "OrderApiFunctionName", "IdempotencyTableName"],
+        "params": ["ApiFunctionTimeout", "IdempotencyTtlSeconds", "ApiThrottlingRateLimit", "ApiThrottlingBurstLimit"],
+        # No other function reads single items or deletes any: with the API
+        # off no role may (lower case: compared with the lowered action).
+        "action_prefixes": ["dynamodb:getitem", "dynamodb:deleteitem"],
+        "source": "http",
+        # The claim (PutItem), the completed key and the order (Updates in
+        # one TransactWriteItems, authorised per item), the release
+        # (DeleteItem), and GET's GetItem.
+        "tables": {
+            "IdempotencyTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, "idempotency_key"),
+            "OrdersTable": ({"dynamodb:UpdateItem", "dynamodb:GetItem"}, "order_id"),
+        },
+        "env_tables": {"TABLE_NAME": "OrdersTable", "IDEMPOTENCY_TABLE": "IdempotencyTable"},
+        "env_vars": ["IDEMPOTENCY_TTL_SECONDS", "METRICS_NAMESPACE"],
+        "fifo_param": False,
+        # 500s: a deployment problem (missing table, IAM) no retry fixes.
+        "outcome_alarms": ["Internal"],
+        # The HTTP API (SAM's AWS::Serverless::HttpApi) and exactly these
+        # routes, each integrated with the function (payload format 2.0).
+        "http_api": "OrderHttpApi",
+        "routes": {("POST", "/orders"), ("GET", "/orders/{orderId}")},
+        # API Gateway gives up on an integration after 30 s: the function
+        # must answer first (its timeout, default and parameter maximum).
+        "max_timeout": 29,
+        # Keys expire in code after IDEMPOTENCY_TTL_SECONDS (1..31536000);
+        # DynamoDB's TTL on this attribute deletes them afterwards.
+        "ttl": ("IdempotencyTable", "expires_at"),
+        "ttl_env": ("IDEMPOTENCY_TTL_SECONDS", "IdempotencyTtlSeconds", 1, 31536000),
+    },
 }
 
 # Stream retries: by record age (-1 attempts), long enough to outlast a
@@ -140,6 +185,14 @@ MAX_ITERATOR_AGE_THRESHOLD_MS = 3600 * 1000
 
 def sqs_fed(m: "Model") -> bool:
     return m.expect.get("source", "sqs") == "sqs"
+
+
+def stream_fed(m: "Model") -> bool:
+    return m.expect.get("source") == "stream"
+
+
+def http_fed(m: "Model") -> bool:
+    return m.expect.get("source") == "http"
 
 
 class CheckError(Exception):
@@ -374,6 +427,8 @@ def _(m: Model) -> None:
 
 @check("event source mapping reports batch item failures (ReportBatchItemFailures)")
 def _(m: Model) -> None:
+    if http_fed(m):
+        return  # no event source mapping; see the HTTP checks
     p = m.props(m.esm())
     types = as_list(p.get("FunctionResponseTypes"))
     assert "ReportBatchItemFailures" in types, f"FunctionResponseTypes is {types!r}"
@@ -402,7 +457,7 @@ def _(m: Model) -> None:
     assert not bad, "; ".join(bad)
 
 
-@check("no IAM statement allows Resource '*'", per_function=False)
+@check("no IAM statement allows Resource '*' (except exactly the X-Ray write actions, which have no resource ARN)", per_function=False)
 def _(m: Model) -> None:
     bad = []
     for src, st in m.iam_statements():
@@ -411,6 +466,8 @@ def _(m: Model) -> None:
             continue
         if "NotResource" in st:
             bad.append(f"{src}: Allow with NotResource")
+        if set(as_list(st.get("Action"))) == XRAY_ACTIONS and as_list(st.get("Resource")) == ["*"]:
+            continue
         for r in as_list(st.get("Resource")):
             if r == "*" or (isinstance(r, str) and r.endswith(":*:*")):
                 bad.append(f"{src}: Resource {r!r}")
@@ -457,6 +514,11 @@ def _(m: Model) -> None:
 
 @check("function's SQS permissions are the event-source set plus ChangeMessageVisibility, on its own queue (stream: SendMessage to its failure destination)")
 def _(m: Model) -> None:
+    if http_fed(m):
+        sqs = [a for st in m.role_statements(m.function_role()) for a in as_list(st.get("Action"))
+               if str(a).lower().startswith("sqs:")]
+        assert not sqs, f"SQS actions {sqs} on a function no queue feeds and that sends to none"
+        return
     if not sqs_fed(m):
         dest = m.on_failure_queue()
         for st in m.role_statements(m.function_role()):
@@ -557,10 +619,12 @@ def _(m: Model) -> None:
     assert not missing, f"missing {missing}"
 
 
-@check("alarms: DLQ (stream: failure destination) visible messages > 0 and function Errors > 0")
+@check("alarms: DLQ (stream: failure destination; HTTP: none) visible messages > 0 and function Errors > 0")
 def _(m: Model) -> None:
-    dlq, fn = (m.dlq() if sqs_fed(m) else m.on_failure_queue()), m.function()
-    found = {"dlq": False, "errors": False}
+    fn = m.function()
+    # An HTTP-fed function has no DLQ: a failed request is the caller's to retry.
+    dlq = None if http_fed(m) else (m.dlq() if sqs_fed(m) else m.on_failure_queue())
+    found = {"errors": False} if dlq is None else {"dlq": False, "errors": False}
     for lid in m.of_type("AWS::CloudWatch::Alarm"):
         p = m.props(lid)
         dims = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
@@ -644,14 +708,22 @@ EMF_METRICS = {
     "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy",
     "BatchSize", "CacheHits", "CacheMisses", "ColdStart", "VisibilityChanged", "VisibilityFailed",
 }
+# The order API's EMF line (namespace OrderApi): one count per request's
+# outcome, and ColdStart. Only these may be charted under OrderApi.
+API_EMF_METRICS = {
+    "Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "NotFound", "Unavailable",
+    "Internal", "ColdStart",
+}
 AWS_METRICS = {
     "AWS/Lambda": {"Errors", "Throttles", "Duration", "ConcurrentExecutions", "IteratorAge", "Invocations"},
+    # HTTP APIs, by ApiId.
+    "AWS/ApiGateway": {"Count", "4xx", "5xx", "Latency", "IntegrationLatency", "DataProcessed"},
     "AWS/SQS": {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
                 "ApproximateNumberOfMessagesNotVisible"},
 }
 
 
-@check("dashboard: its body is JSON, charts every deployed function, and names only metrics that exist", per_function=False)
+@check("dashboard: its body is JSON, charts exactly the deployed functions, and names only metrics that exist (EMF per namespace, AWS/Lambda, AWS/SQS, AWS/ApiGateway by ApiId)", per_function=False)
 def _(m: Model) -> None:
     dashboards = list(m.of_type("AWS::CloudWatch::Dashboard"))
     if m.defaults.params.get("DeployDashboard") == "false":
@@ -669,13 +741,18 @@ def _(m: Model) -> None:
             ns, name = line[0], line[1]
             if ns in AWS_METRICS:
                 assert name in AWS_METRICS[ns], f"{ns}/{name} is not a metric this dashboard should chart"
+                if ns == "AWS/ApiGateway":
+                    # HTTP APIs publish by ApiId (and ApiId, Stage).
+                    assert line[2] == "ApiId", f"{ns}/{name} by {line[2]!r}, expected ApiId"
+            elif ns == "OrderApi":
+                assert name in API_EMF_METRICS, f"{ns}/{name}: order-api does not emit it"
             else:
                 assert ns in namespaces, f"namespace {ns!r}"
                 assert name in EMF_METRICS, f"{ns}/{name}: no function emits it"
         charted.update(str(x) for x in widget["properties"]["metrics"][0])
     titles = " ".join(w["properties"]["title"] for w in body["widgets"])
     for fn, label in (("OrderConsumerFunction", "order-consumer"), ("PaymentLedgerFunction", "payment-ledger"),
-                      ("OrderNotifierFunction", "order-notifier")):
+                      ("OrderNotifierFunction", "order-notifier"), ("OrderApiFunction", "order-api")):
         if fn in m.res:
             assert label in titles, f"{fn} is deployed but has no widget"
         else:
@@ -709,7 +786,7 @@ def _(m: Model) -> None:
 
 @check("stream source: NEW_AND_OLD_IMAGES stream, bisect on error, retries by record age (6..24 h), 14-day failure destination")
 def _(m: Model) -> None:
-    if sqs_fed(m):
+    if not stream_fed(m):
         return
     for table in m.expect.get("streams", {}):
         view = m.props(table).get("StreamSpecification", {}).get("StreamViewType")
@@ -735,7 +812,7 @@ def _(m: Model) -> None:
 
 @check("stream source: IteratorAge alarm (AWS/Lambda, Maximum) on the function, threshold under an hour")
 def _(m: Model) -> None:
-    if sqs_fed(m):
+    if not stream_fed(m):
         return
     fn = m.function()
     seen = []
@@ -844,6 +921,179 @@ def _(m: Model) -> None:
     bad = [v for v in allowed if "trace" in str(v).lower()]
     assert not bad, f"RustLog allows {bad}"
     assert spec.get("Default") in allowed, f"RustLog default {spec.get('Default')!r} not allowed"
+
+
+@check("tracing: the function's TracingConfig is the Tracing parameter (Active/PassThrough, default Active); its role has exactly the X-Ray write actions, on \"*\"")
+def _(m: Model) -> None:
+    spec = m.t.get("Parameters", {}).get("Tracing", {})
+    allowed = sorted(map(str, spec.get("AllowedValues", [])))
+    assert allowed == ["Active", "PassThrough"] and spec.get("Default") == "Active", (
+        f"parameter Tracing: AllowedValues {allowed}, Default {spec.get('Default')!r}"
+    )
+    mode = m.res[m.function()]["Properties"].get("TracingConfig", {}).get("Mode")
+    assert mode == {"Ref": "Tracing"}, f"TracingConfig.Mode is {mode!r}, expected Ref Tracing"
+    xray = []
+    for st in m.role_statements(m.function_role()):
+        acts = [a for a in as_list(st.get("Action")) if str(a).lower().startswith("xray:")]
+        if acts and st.get("Effect") == "Allow":
+            xray.append((set(acts), as_list(st.get("Resource"))))
+    got = set().union(*(a for a, _ in xray)) if xray else set()
+    assert got == XRAY_ACTIONS, f"X-Ray actions {sorted(got)}, expected exactly {sorted(XRAY_ACTIONS)}"
+    for acts, res in xray:
+        assert res == ["*"], f"X-Ray actions {sorted(acts)} on {res!r}: X-Ray accepts only Resource \"*\""
+
+
+# ---------------------------------------------------------------------------
+# HTTP-fed functions (the order API)
+# ---------------------------------------------------------------------------
+@check("HTTP source: the role grants only DynamoDB (above), its own log group's logs and X-Ray: no sqs:, ssm: or DynamoDB stream action")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    stream_actions = {"dynamodb:describestream", "dynamodb:getrecords", "dynamodb:getshariterator",
+                      "dynamodb:getsharditerator", "dynamodb:liststreams"}
+    bad = []
+    for st in m.role_statements(m.function_role()):
+        if st.get("Effect") != "Allow":
+            continue
+        for a in as_list(st.get("Action")):
+            low = str(a).lower()
+            if low in stream_actions:
+                bad.append(f"{a} (a stream action)")
+            elif not low.startswith(("dynamodb:", "logs:", "xray:")):
+                bad.append(str(a))
+            elif low.startswith("logs:"):
+                log_groups = [getatt_target(r) for r in as_list(st.get("Resource"))]
+                want = m.props(m.function()).get("LoggingConfig", {}).get("LogGroup")
+                if [{"Ref": g} for g in log_groups] != [want]:
+                    bad.append(f"{a} on {st.get('Resource')!r}, not only its log group {want!r}")
+    assert not bad, f"actions an HTTP-fed function does not need: {bad}"
+
+
+def http_routes(m: Model) -> dict[tuple[str, str], dict[str, Any]]:
+    """(METHOD, path) -> x-amazon-apigateway-integration of the function's
+    HTTP API's OpenAPI body (SAM writes the routes there)."""
+    api = m.expect["http_api"]
+    if m.res.get(api, {}).get("Type") != "AWS::ApiGatewayV2::Api":
+        raise CheckError(f"no AWS::ApiGatewayV2::Api {api}")
+    paths = m.props(api).get("Body", {}).get("paths", {})
+    out = {}
+    for path, ops in paths.items():
+        for method, op in ops.items():
+            out[(method.upper(), path)] = op.get("x-amazon-apigateway-integration", {})
+    return out
+
+
+@check("HTTP source: exactly its routes on its HTTP API, each aws_proxy to the function with payload 2.0 and an InvokeFunction permission for that route only")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    fn, api = m.function(), m.expect["http_api"]
+    routes = http_routes(m)
+    want = m.expect["routes"]
+    assert set(routes) == want, f"routes {sorted(routes)}, expected {sorted(want)}"
+    want_uri = f"arn:${{AWS::Partition}}:apigateway:${{AWS::Region}}:lambda:path/2015-03-31/functions/${{{fn}.Arn}}/invocations"
+    for route, integ in routes.items():
+        assert integ.get("type") == "aws_proxy", f"{route}: integration type {integ.get('type')!r}"
+        assert str(integ.get("payloadFormatVersion")) == "2.0", f"{route}: payloadFormatVersion {integ.get('payloadFormatVersion')!r}"
+        uri = integ.get("uri")
+        uri = uri.get("Fn::Sub") if isinstance(uri, dict) else uri
+        assert uri == want_uri, f"{route}: integration uri {uri!r}, expected the function {fn}"
+    granted = set()
+    for lid, r in m.of_type("AWS::Lambda::Permission").items():
+        p = r.get("Properties", {})
+        if p.get("FunctionName") != {"Ref": fn}:
+            continue
+        assert p.get("Principal") == "apigateway.amazonaws.com", f"{lid}: Principal {p.get('Principal')!r}"
+        src = p.get("SourceArn", {}).get("Fn::Sub")
+        assert isinstance(src, list) and src[1].get("__ApiId__") == {"Ref": api}, f"{lid}: SourceArn {src!r} is not on {api}"
+        tail = src[0].split("${__Stage__}/", 1)[-1]
+        method, _, path = tail.partition("/")
+        granted.add((method, "/" + path))
+    # SAM writes a path parameter as `*` in the permission's SourceArn.
+    want_arns = {(meth, re.sub(r"\{[^}]+\}", "*", path)) for meth, path in want}
+    assert granted == want_arns, f"InvokeFunction permissions for {sorted(granted)}, expected exactly {sorted(want_arns)}"
+
+
+@check("HTTP source: function Timeout below API Gateway's 30 s integration limit (default and parameter MaxValue)")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    limit = m.expect["max_timeout"]
+    raw = m.res[m.function()]["Properties"].get("Timeout", 3)
+    value = m.defaults.number(raw, "Timeout")
+    assert value <= limit, f"Timeout default {value:g} s > {limit} s: API Gateway would answer before the function"
+    if isinstance(raw, dict) and "Ref" in raw:
+        spec = m.t.get("Parameters", {}).get(raw["Ref"], {})
+        assert "MaxValue" in spec and float(spec["MaxValue"]) <= limit, (
+            f"parameter {raw['Ref']} MaxValue {spec.get('MaxValue')!r} allows more than {limit} s"
+        )
+
+
+@check("HTTP source: alarm on the API's 5xx (AWS/ApiGateway by ApiId, alone or as a rate of Count)")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    api = m.expect["http_api"]
+
+    def by_api(metric: dict[str, Any], name: str) -> bool:
+        dims = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+        return (metric.get("Namespace") == "AWS/ApiGateway" and metric.get("MetricName") == name
+                and dims.get("ApiId") == {"Ref": api} and set(dims) <= {"ApiId", "Stage"})
+
+    for lid in m.of_type("AWS::CloudWatch::Alarm"):
+        p = m.props(lid)
+        if by_api(p, "5xx") and p.get("ComparisonOperator") == "GreaterThanThreshold":
+            return
+        queries = p.get("Metrics", [])
+        stats = {q["Id"]: q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q}
+        out = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
+        errors = [i for i, mt in stats.items() if by_api(mt, "5xx")]
+        count = [i for i, mt in stats.items() if by_api(mt, "Count")]
+        if len(out) == 1 and errors and count and all(i in out[0]["Expression"] for i in errors[:1] + count[:1]):
+            assert p.get("ComparisonOperator") == "GreaterThanThreshold" and 0 < float(p.get("Threshold", 0)) < 100, (
+                f"{lid}: a 5xx rate alarm must fire above a threshold of 0..100 %"
+            )
+            return
+    raise AssertionError(f"no alarm on AWS/ApiGateway 5xx by ApiId = Ref {api}")
+
+
+@check("HTTP source: idempotency table with TTL on its expiry attribute; its lifetime variable from a 1..31536000 parameter")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    table, attr = m.expect["ttl"]
+    spec = m.props(table).get("TimeToLiveSpecification", {})
+    assert spec.get("AttributeName") == attr and str(spec.get("Enabled")).lower() == "true", (
+        f"{table} TimeToLiveSpecification {spec!r}, expected {attr} enabled"
+    )
+    var, param, lo, hi = m.expect["ttl_env"]
+    env = m.res[m.function()]["Properties"].get("Environment", {}).get("Variables", {})
+    assert env.get(var) == {"Ref": param}, f"{var} is {env.get(var)!r}, expected Ref {param}"
+    p = m.t.get("Parameters", {}).get(param, {})
+    got = (p.get("Type"), float(p.get("MinValue", "nan")), float(p.get("MaxValue", "nan")))
+    assert got == ("Number", lo, hi), f"parameter {param}: Type/MinValue/MaxValue {got}, expected Number {lo}..{hi} (what the function accepts)"
+    assert lo <= float(p.get("Default", 0)) <= hi, f"parameter {param} Default {p.get('Default')!r}"
+
+
+@check("each switchable function's resources and outputs carry its Deploy* condition (where it is not resolved yet)", per_function=False)
+def _(m: Model) -> None:
+    conditions = m.t.get("Conditions", {})
+    bad = []
+    for fn, spec in FUNCTIONS.items():
+        param = spec.get("deploy_param")
+        if param is None:
+            continue
+        want = [c for c, body in conditions.items() if body == {"Fn::Equals": [{"Ref": param}, "true"]}]
+        if not want:
+            continue  # resolved (translate_template.py --resolve-conditions): checked by presence instead
+        res, outs = owned(m, fn)
+        for section, names in (("Resources", res), ("Outputs", outs)):
+            for lid in sorted(names):
+                got = m.t[section][lid].get("Condition")
+                if got not in want:
+                    bad.append(f"{section}/{lid}: Condition {got!r}, expected {want[0]}")
+    assert not bad, "; ".join(bad)
 
 
 def rules_pass(m: Model, overrides: dict[str, str]) -> bool:

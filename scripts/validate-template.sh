@@ -2,10 +2,10 @@
 # Validate template.yaml offline: SAM validate + cfn-lint on the SAM template,
 # offline SAM -> CloudFormation translation, cfn-lint on the translation, and
 # project-specific policy checks (scripts/check_template.py); then the same
-# translation, lint and checks for each combination of DeployPaymentLedger and
-# DeployOrderNotifier, with those conditions resolved (what CloudFormation
-# would create), which also proves that nothing refers to a function that is
-# switched off.
+# translation, lint and checks for each combination of DeployPaymentLedger,
+# DeployOrderNotifier and DeployOrderApi, with those conditions resolved (what
+# CloudFormation would create), which also proves that nothing refers to a
+# function that is switched off.
 #
 # Needs only python3 (with venv) and PyPI access for the first run. No AWS
 # credentials and no AWS API calls are needed. Does not build any Rust.
@@ -65,17 +65,19 @@ step "cfn-lint --include-checks I ${TRANSLATED#"$REPO_ROOT"/}"
 step "policy checks on the translated template"
 "$VENV/bin/python" scripts/check_template.py "$TRANSLATED"
 
-# The four deployments the Deploy* parameters allow. W2001 (parameter not
+# The eight deployments the Deploy* parameters allow (all on, all off, each
+# optional function off alone, and the rest). W2001 (parameter not
 # used) is expected there: the Deploy* parameters are used only by the
 # conditions that are resolved away, and a switched-off function's own
 # parameters by nothing (check_template.py asserts exactly that). Unused
 # parameters are still caught by the lint of the SAM template and of the
 # plain translation above.
 summary=()
-for combo in "true true" "false true" "true false" "false false"; do
-  read -r ledger notifier <<<"$combo"
-  params=(DeployPaymentLedger="$ledger" DeployOrderNotifier="$notifier")
-  out="$OUT_DIR/template.translated.ledger-$ledger.notifier-$notifier.json"
+for combo in "true true true" "false true true" "true false true" "false false true" \
+             "true true false" "false true false" "true false false" "false false false"; do
+  read -r ledger notifier api <<<"$combo"
+  params=(DeployPaymentLedger="$ledger" DeployOrderNotifier="$notifier" DeployOrderApi="$api")
+  out="$OUT_DIR/template.translated.ledger-$ledger.notifier-$notifier.api-$api.json"
   step "${params[*]}: translate with the conditions resolved, cfn-lint, policy checks"
   "$VENV/bin/python" scripts/translate_template.py --resolve-conditions "$TEMPLATE" "$out" "${params[@]}"
   "$VENV/bin/cfn-lint" --include-checks I --ignore-checks W2001 -- "$out"
@@ -85,7 +87,7 @@ for combo in "true true" "false true" "true false" "false false"; do
   ((rc == 0)) || { echo "policy checks failed for ${params[*]} (all lines: ${out#"$REPO_ROOT"/}.checks)" >&2; exit 1; }
   summary+=("$(tail -n 1 "$out.checks")")
 done
-step "all four combinations"
+step "all eight combinations"
 printf '  %s\n' "${summary[@]}"
 
 step "make deploy control flow (scripts/test_deploy.sh, sam replaced by a recording stub)"
