@@ -26,6 +26,7 @@ import time
 import urllib.request
 from collections import Counter, defaultdict
 
+import api
 import latency
 import replay
 
@@ -65,7 +66,8 @@ def clients(endpoint):
     def make(name):
         return session.client(name, endpoint_url=endpoint, config=cfg)
 
-    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs", "ssm", "iam")}
+    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs", "ssm", "iam",
+                                         "apigatewayv2")}
 
 
 class WebhookProvider:
@@ -261,6 +263,31 @@ def template_with_code_uris(path, uris):
     return "".join(out) + text[last:]
 
 
+def without_metric_math_alarms(text):
+    """Work around a MiniStack 1.5.33 limitation, only while it is there.
+
+    Its CloudFormation refuses an AWS::CloudWatch::Alarm whose `Metrics`
+    (metric math) replace `MetricName` ("Properties.Metrics (metric math) is
+    not supported"), and the whole stack fails. MiniStack never evaluates an
+    alarm anyway, so such an alarm is left out of the deployed copy (a text
+    edit of the resource's block, which nothing else in the template
+    references): (copy's text, names of the alarms left out)."""
+    block = re.compile(r"^  ([A-Za-z0-9]+):\n    Type: AWS::CloudWatch::Alarm\n(?:(?:    .*|\s*)\n)*?(?=^  \S|^\S)",
+                       re.MULTILINE)
+    dropped = []
+
+    def drop(m):
+        if re.search(r"^      Metrics:", m.group(0), re.MULTILINE):
+            dropped.append(m.group(1))
+            return ""
+        return m.group(0)
+    text = block.sub(drop, text)
+    for name in dropped:
+        if re.search(rf"\b{name}\b", text):
+            raise Failure(f"{name} is left out of the deployed copy (metric math), but something refers to it")
+    return text, dropped
+
+
 def deploy(c, template_path, zips, params, timeout):
     """`zips` maps each binary name to its deployment package."""
     c["s3"].create_bucket(Bucket=BUCKET)
@@ -272,8 +299,11 @@ def deploy(c, template_path, zips, params, timeout):
         uris[name] = f"s3://{BUCKET}/{key}"
         step(f"uploaded {zip_path} ({len(blob)} bytes) to {uris[name]}")
 
-    text = template_with_code_uris(template_path, uris)
+    text, dropped = without_metric_math_alarms(template_with_code_uris(template_path, uris))
     step(f"deploying {template_path} as stack {STACK} (CodeUri -> the uploaded zips)")
+    if dropped:
+        say(f"     workaround (MiniStack limitation): left out of the deployed copy, because MiniStack's "
+            f"CloudFormation refuses metric-math alarms (and never evaluates alarms): {', '.join(dropped)}")
     say("     parameters: " + " ".join(f"{k}={v}" for k, v in params.items()))
     cfn = c["cloudformation"]
     # From S3, as `sam deploy` does: an inline TemplateBody is limited to
@@ -494,12 +524,15 @@ def run(args):
         c["ssm"].put_parameter(Name=WEBHOOK_PARAMETER, Value=provider.url, Type="SecureString", Overwrite=True)
         step(f"SSM {WEBHOOK_PARAMETER} = {provider.url} (a local provider that deduplicates by Idempotency-Key)")
         out = deploy(c, args.template, {"order-consumer": args.zip, "payment-ledger": args.ledger_zip,
-                                        "order-notifier": args.notifier_zip},
+                                        "order-notifier": args.notifier_zip, "order-api": args.api_zip},
                      params, args.deploy_timeout)
         deployed = True
         checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
         plan = run_scenario(c, out, params, args, checks)
+        api_order = api.run(sys.modules[__name__], c, out, plan, args, checks)
         check_notifications(c, out, plan, provider, args, checks)
+        if api_order:
+            api.check_notified(api_order, provider, checks)
         replay.backfill(sys.modules[__name__], c, out, plan, provider, params, args, checks)
     except Failure as e:
         checks.check(False, "run completed", str(e))
@@ -936,10 +969,11 @@ def run_scenario(c, out, params, args, checks):
     # The environment the function's process really got (Linux /proc).
     if args.ministack_pid:
         # The ledger's processes (LEDGER_TABLE set) are checked apart; the
-        # notifier's (NOTIFICATIONS_TABLE) by what they delivered.
+        # notifier's (NOTIFICATIONS_TABLE) by what they delivered; the order
+        # API's (IDEMPOTENCY_TABLE) by api.py.
         all_envs = bootstrap_environments(args.ministack_pid)
         envs = [(pid, e) for pid, e in all_envs
-                if "LEDGER_TABLE" not in e and "NOTIFICATIONS_TABLE" not in e]
+                if "LEDGER_TABLE" not in e and "NOTIFICATIONS_TABLE" not in e and "IDEMPOTENCY_TABLE" not in e]
         ledger_envs = [(pid, e) for pid, e in all_envs if "LEDGER_TABLE" in e]
         want = {"TABLE_NAME": table, "AWS_ENDPOINT_URL": args.endpoint, "AWS_REGION": REGION}
         bad = [(pid, {k: e.get(k) for k in want}) for pid, e in envs if any(e.get(k) != v for k, v in want.items())]
@@ -983,6 +1017,7 @@ def main():
     r.add_argument("--zip", required=True)
     r.add_argument("--ledger-zip", required=True)
     r.add_argument("--notifier-zip", required=True)
+    r.add_argument("--api-zip", required=True)
     r.add_argument("--function-timeout", type=int, default=3)
     r.add_argument("--deadline-margin-ms", type=int, default=1000)
     r.add_argument("--deploy-timeout", type=int, default=180)

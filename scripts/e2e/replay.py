@@ -127,6 +127,9 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
     tables = {"orders": (out["TableName"], "order_id"), "ledger": (out["LedgerTableName"], "entry_id"),
               "accounts": (out["AccountsTableName"], "account_id"),
               "notifications": (out["NotificationsTableName"], "notification_id")}
+    if "IdempotencyTableName" in out:
+        # The order API's keys: nothing in a replay may touch them either.
+        tables["idempotency"] = (out["IdempotencyTableName"], "idempotency_key")
     rng = random.Random(args.seed + 1)
     tamper = os.environ.get("E2E_REPLAY_TAMPER") == "1"
 
