@@ -5,13 +5,16 @@ DynamoDB, with real redelivery and a real dead-letter queue.
 Run by scripts/e2e/run.sh, which owns the MiniStack process. Subcommands:
 
     e2e.py wait-healthy --endpoint URL --timeout S
-    e2e.py run --endpoint URL --template FILE --zip FILE --workdir DIR
+    e2e.py run --endpoint URL --template FILE --zip FILE --ledger-zip FILE
+               --notifier-zip FILE --api-zip FILE [...]
 
 `run` uploads the function zip to the emulator's S3, deploys a copy of the
 template (only `CodeUri` is changed, to that S3 object) through the emulator's
 CloudFormation, sends a realistic stream of order events to the deployed
 queue, waits until the queue drains, checks the table, the DLQ and the
-function's logs, and deletes the stack.
+function's logs, places an order through the stack's HTTP API with an
+Idempotency-Key (api.py), checks the notifier, replays everything
+(replay.py), and deletes the stack.
 
 Every client is built here with an explicit endpoint_url and dummy
 credentials; nothing can reach real AWS.
@@ -73,21 +76,28 @@ def clients(endpoint):
 class WebhookProvider:
     """A notification provider on 127.0.0.1 for the order notifier: accepts a
     POST once per Idempotency-Key (a repeat gets the same answer and changes
-    nothing), and counts requests and acceptances per key."""
+    nothing), and counts requests and acceptances per key. `bodies` keeps
+    every request's (key, JSON body), in order."""
 
     def __init__(self):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.requests, self.accepted = Counter(), Counter()
+        self.bodies = []
         lock = threading.Lock()
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = self.headers.get("Idempotency-Key")
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    doc = None
                 with lock:
+                    provider.bodies.append((key, doc))
                     if key is None:
                         status = 400
                     else:
@@ -532,7 +542,7 @@ def run(args):
         api_order = api.run(sys.modules[__name__], c, out, plan, args, checks)
         check_notifications(c, out, plan, provider, args, checks)
         if api_order:
-            api.check_notified(api_order, provider, checks)
+            api.check_notified(*api_order, provider, checks)
         replay.backfill(sys.modules[__name__], c, out, plan, provider, params, args, checks)
     except Failure as e:
         checks.check(False, "run completed", str(e))
