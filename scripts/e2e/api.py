@@ -304,16 +304,19 @@ def run(e2e, c, out, plan, args, checks):
     namespaces = {m.get("Namespace") for d in emf for m in d["_aws"]["CloudWatchMetrics"]}
     say(f"        order API EMF totals over {len(emf)} lines, {n_inv} invocations: "
         + ", ".join(f"{k}={totals[k]}" for k in LABELS + ("ColdStart",)))
-    complete = len(emf) == n_inv == invoked
+    # As in e2e.py: MiniStack writes one REPORT line per invocation; the
+    # function's own lines can be lost under load, and then the counts are
+    # only upper bounds.
+    complete = len(emf) == n_inv
     if not complete:
-        say(f"        note: {len(emf)} EMF lines for {n_inv} invocations ({invoked} expected): MiniStack's log "
-            "capture is lossy under load, the counts are checked as upper bounds")
+        say(f"        note: {len(emf)} EMF lines for {n_inv} invocations: MiniStack's log capture is lossy "
+            "under load, the counts are checked as upper bounds")
     want = {"Created": 1, "Replayed": 2, "KeyReused": 1, "Invalid": 1, "Shown": 2, "NotFound": 0,
             "InProgress": 0, "Unavailable": 0, "Internal": 0}
     ok = all((totals[k] == v) if complete else (totals[k] <= v) for k, v in want.items())
-    checks.check(emf and ok and namespaces == {"OrderApi"},
-                 "order API: its EMF lines (namespace OrderApi) count Created 1, Replayed 2, KeyReused 1, "
-                 "Invalid 1, Shown 2, and no NotFound, InProgress, Unavailable or Internal"
+    checks.check(emf and ok and namespaces == {"OrderApi"} and n_inv == invoked,
+                 f"order API: {invoked} invocations; their EMF lines (namespace OrderApi) count Created 1, "
+                 "Replayed 2, KeyReused 1, Invalid 1, Shown 2, and no NotFound, InProgress, Unavailable or Internal"
                  + ("" if complete else " (upper bounds: lossy capture)"),
                  f"totals {dict(totals)}, namespaces {namespaces}, {len(emf)} EMF lines, {n_inv} invocations")
 
