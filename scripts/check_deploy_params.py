@@ -27,7 +27,7 @@ CloudFormation will, so that a typo such as DeployOrderNotifier=False stops
 the deployment before the build rather than at the change set.
 
 On success it says which functions will be deployed (DeployPaymentLedger,
-DeployOrderNotifier) and, with the order notifier, which SSM SecureString
+DeployOrderNotifier, DeployOrderApi) and, with the order notifier, which SSM SecureString
 parameter it reads at cold start (nothing here calls AWS to look for it).
 With DeployOrderNotifier=false no SSM parameter is needed, named or checked.
 
@@ -248,7 +248,9 @@ def main() -> int:
     )
     ledger = values.get("DeployPaymentLedger", "true") == "true"
     notifier = values.get("DeployOrderNotifier", "true") == "true"
-    functions = ["order-consumer"] + ["payment-ledger"] * ledger + ["order-notifier"] * notifier
+    api = values.get("DeployOrderApi", "true") == "true"
+    functions = (["order-consumer"] + ["payment-ledger"] * ledger + ["order-notifier"] * notifier
+                 + ["order-api"] * api)
     print(f"check_deploy_params: functions deployed: {', '.join(functions)}", file=sys.stderr)
     if notifier:
         print(
@@ -259,6 +261,16 @@ def main() -> int:
         )
     else:
         print("check_deploy_params: DeployOrderNotifier=false: no SSM parameter is needed", file=sys.stderr)
+    if api:
+        # ApiFunctionTimeout's range (below API Gateway's 30 s) and
+        # IdempotencyTtlSeconds' (what the function accepts) were checked
+        # above, with every other constraint.
+        print(
+            f"check_deploy_params: order-api: timeout {values.get('ApiFunctionTimeout')} s, keys answer for "
+            f"{values.get('IdempotencyTtlSeconds')} s; no authorizer (add one before exposing it, docs/api.md); "
+            f"its URL is the stack output OrderApiUrl",
+            file=sys.stderr,
+        )
     if args.print_name:
         if args.print_name not in values:
             print(f"check_deploy_params: no parameter {args.print_name}", file=sys.stderr)

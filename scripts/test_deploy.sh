@@ -110,6 +110,19 @@ want_out="a message could expire before it reaches the DLQ" \
   run_case first-deploy-redrive-past-retention 1 "" PARAMS="MaxReceiveCount=1000"
 want_out="BackoffEarlyCapSecs=1 is below BackoffEarlyBaseSecs=2" \
   run_case first-deploy-backoff-cap-below-base 1 "" PARAMS="BackoffEarlyBaseSecs=2 BackoffEarlyCapSecs=1"
+# Without the order API: nothing of it is deployed, and the deploy says so.
+want_out='functions deployed: order-consumer, payment-ledger, order-notifier' not_out='order-api' \
+  run_case first-deploy-api-off 0 "$B Architecture=arm64
+sam deploy --guided --no-execute-changeset --parameter-overrides DeployOrderApi=false
+sam deploy" PARAMS="DeployOrderApi=false" \
+  STUB_SAMCONFIG='version = 0.1\n[default.deploy.parameters]\nparameter_overrides = "DeployOrderApi=\\"false\\""\n'
+# The API's own ranges: what the function refuses at cold start
+# (IDEMPOTENCY_TTL_SECONDS 1..31536000), and a timeout API Gateway would cut
+# off (30 s): refused before the build.
+want_out="IdempotencyTtlSeconds=0 is below its MinValue 1" \
+  run_case first-deploy-bad-idempotency-ttl 1 "" PARAMS="IdempotencyTtlSeconds=0"
+want_out="ApiFunctionTimeout=30 is above its MaxValue 29" \
+  run_case first-deploy-api-timeout-at-gateway-limit 1 "" PARAMS="ApiFunctionTimeout=30"
 later later-deploy-bad-saved 1 "" "$BAD"
 later later-deploy-params-replace-saved 0 "$B Architecture=arm64
 sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \
