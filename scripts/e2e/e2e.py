@@ -112,7 +112,19 @@ class WebhookProvider:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            # The listen backlog (socketserver's default is 5). The notifier
+            # connects with a 1 s connect timeout and sends concurrently;
+            # under CPU load (a cargo build beside the run) this thread
+            # accepts late, the kernel drops the SYNs beyond the backlog,
+            # and their retransmit comes after 1 s: the notification
+            # fails ("error sending request"). MiniStack's DynamoDB-stream
+            # poller ignores batchItemFailures and moves on, so it is then
+            # never retried, as AWS would.
+            request_queue_size = 128
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/notify"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
