@@ -273,8 +273,10 @@ def template_with_code_uris(path, uris):
     binary = re.compile(r"^\s+Binary:\s*(\S+)\s*$", re.MULTILINE)
     code_uri = re.compile(r"^(\s+CodeUri:)\s*\S.*$", re.MULTILINE)
     found = list(code_uri.finditer(text))
-    if len(found) != len(uris):
-        raise Failure(f"expected {len(uris)} `CodeUri:` lines in {path}, found {len(found)}")
+    # Every CodeUri needs its zip (checked below); a zip no function names
+    # (order-api in a template from before the API) is simply not used.
+    if not found:
+        raise Failure(f"no `CodeUri:` lines in {path}")
     out, last = [], 0
     for m in found:
         names = binary.findall(text, 0, m.start())
@@ -551,7 +553,11 @@ def run(args):
         deployed = True
         checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
         plan = run_scenario(c, out, params, args, checks)
-        api_order = api.run(sys.modules[__name__], c, out, plan, args, checks)
+        if "OrderApiUrl" in out:
+            api_order = api.run(sys.modules[__name__], c, out, plan, args, checks)
+        else:
+            api_order = None
+            say("\ne2e: the stack has no order API (no OrderApiUrl output): its step is skipped")
         check_notifications(c, out, plan, provider, args, checks)
         if api_order:
             api.check_notified(*api_order, provider, checks)
