@@ -5,13 +5,16 @@ DynamoDB, with real redelivery and a real dead-letter queue.
 Run by scripts/e2e/run.sh, which owns the MiniStack process. Subcommands:
 
     e2e.py wait-healthy --endpoint URL --timeout S
-    e2e.py run --endpoint URL --template FILE --zip FILE --workdir DIR
+    e2e.py run --endpoint URL --template FILE --zip FILE --ledger-zip FILE
+               --notifier-zip FILE --api-zip FILE [...]
 
 `run` uploads the function zip to the emulator's S3, deploys a copy of the
 template (only `CodeUri` is changed, to that S3 object) through the emulator's
 CloudFormation, sends a realistic stream of order events to the deployed
 queue, waits until the queue drains, checks the table, the DLQ and the
-function's logs, and deletes the stack.
+function's logs, places an order through the stack's HTTP API with an
+Idempotency-Key (api.py), checks the notifier, replays everything
+(replay.py), and deletes the stack.
 
 Every client is built here with an explicit endpoint_url and dummy
 credentials; nothing can reach real AWS.
@@ -26,6 +29,7 @@ import time
 import urllib.request
 from collections import Counter, defaultdict
 
+import api
 import latency
 import replay
 
@@ -65,27 +69,35 @@ def clients(endpoint):
     def make(name):
         return session.client(name, endpoint_url=endpoint, config=cfg)
 
-    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs", "ssm", "iam")}
+    return {n: make(n) for n in ("s3", "cloudformation", "sqs", "dynamodb", "lambda", "logs", "ssm", "iam",
+                                         "apigatewayv2")}
 
 
 class WebhookProvider:
     """A notification provider on 127.0.0.1 for the order notifier: accepts a
     POST once per Idempotency-Key (a repeat gets the same answer and changes
-    nothing), and counts requests and acceptances per key."""
+    nothing), and counts requests and acceptances per key. `bodies` keeps
+    every request's (key, JSON body), in order."""
 
     def __init__(self):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.requests, self.accepted = Counter(), Counter()
+        self.bodies = []
         lock = threading.Lock()
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's naming
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = self.headers.get("Idempotency-Key")
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    doc = None
                 with lock:
+                    provider.bodies.append((key, doc))
                     if key is None:
                         status = 400
                     else:
@@ -100,7 +112,19 @@ class WebhookProvider:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            # The listen backlog (socketserver's default is 5). The notifier
+            # connects with a 1 s connect timeout and sends concurrently;
+            # under CPU load (a cargo build beside the run) this thread
+            # accepts late, the kernel drops the SYNs beyond the backlog,
+            # and their retransmit comes after 1 s: the notification
+            # fails ("error sending request"). MiniStack's DynamoDB-stream
+            # poller ignores batchItemFailures and moves on, so it is then
+            # never retried, as AWS would.
+            request_queue_size = 128
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/notify"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -249,8 +273,10 @@ def template_with_code_uris(path, uris):
     binary = re.compile(r"^\s+Binary:\s*(\S+)\s*$", re.MULTILINE)
     code_uri = re.compile(r"^(\s+CodeUri:)\s*\S.*$", re.MULTILINE)
     found = list(code_uri.finditer(text))
-    if len(found) != len(uris):
-        raise Failure(f"expected {len(uris)} `CodeUri:` lines in {path}, found {len(found)}")
+    # Every CodeUri needs its zip (checked below); a zip no function names
+    # (order-api in a template from before the API) is simply not used.
+    if not found:
+        raise Failure(f"no `CodeUri:` lines in {path}")
     out, last = [], 0
     for m in found:
         names = binary.findall(text, 0, m.start())
@@ -259,6 +285,31 @@ def template_with_code_uris(path, uris):
         out.append(text[last:m.start()] + f"{m.group(1)} {uris[names[-1]]}")
         last = m.end()
     return "".join(out) + text[last:]
+
+
+def without_metric_math_alarms(text):
+    """Work around a MiniStack 1.5.33 limitation, only while it is there.
+
+    Its CloudFormation refuses an AWS::CloudWatch::Alarm whose `Metrics`
+    (metric math) replace `MetricName` ("Properties.Metrics (metric math) is
+    not supported"), and the whole stack fails. MiniStack never evaluates an
+    alarm anyway, so such an alarm is left out of the deployed copy (a text
+    edit of the resource's block, which nothing else in the template
+    references): (copy's text, names of the alarms left out)."""
+    block = re.compile(r"^  ([A-Za-z0-9]+):\n    Type: AWS::CloudWatch::Alarm\n(?:(?:    .*|\s*)\n)*?(?=^  \S|^\S)",
+                       re.MULTILINE)
+    dropped = []
+
+    def drop(m):
+        if re.search(r"^      Metrics:", m.group(0), re.MULTILINE):
+            dropped.append(m.group(1))
+            return ""
+        return m.group(0)
+    text = block.sub(drop, text)
+    for name in dropped:
+        if re.search(rf"\b{name}\b", text):
+            raise Failure(f"{name} is left out of the deployed copy (metric math), but something refers to it")
+    return text, dropped
 
 
 def deploy(c, template_path, zips, params, timeout):
@@ -272,8 +323,11 @@ def deploy(c, template_path, zips, params, timeout):
         uris[name] = f"s3://{BUCKET}/{key}"
         step(f"uploaded {zip_path} ({len(blob)} bytes) to {uris[name]}")
 
-    text = template_with_code_uris(template_path, uris)
+    text, dropped = without_metric_math_alarms(template_with_code_uris(template_path, uris))
     step(f"deploying {template_path} as stack {STACK} (CodeUri -> the uploaded zips)")
+    if dropped:
+        say(f"     workaround (MiniStack limitation): left out of the deployed copy, because MiniStack's "
+            f"CloudFormation refuses metric-math alarms (and never evaluates alarms): {', '.join(dropped)}")
     say("     parameters: " + " ".join(f"{k}={v}" for k, v in params.items()))
     cfn = c["cloudformation"]
     # From S3, as `sam deploy` does: an inline TemplateBody is limited to
@@ -494,12 +548,19 @@ def run(args):
         c["ssm"].put_parameter(Name=WEBHOOK_PARAMETER, Value=provider.url, Type="SecureString", Overwrite=True)
         step(f"SSM {WEBHOOK_PARAMETER} = {provider.url} (a local provider that deduplicates by Idempotency-Key)")
         out = deploy(c, args.template, {"order-consumer": args.zip, "payment-ledger": args.ledger_zip,
-                                        "order-notifier": args.notifier_zip},
+                                        "order-notifier": args.notifier_zip, "order-api": args.api_zip},
                      params, args.deploy_timeout)
         deployed = True
         checks.check(True, f"stack {STACK} deployed from {args.template} (SAM transform applied by the emulator)")
         plan = run_scenario(c, out, params, args, checks)
+        if "OrderApiUrl" in out:
+            api_order = api.run(sys.modules[__name__], c, out, plan, args, checks)
+        else:
+            api_order = None
+            say("\ne2e: the stack has no order API (no OrderApiUrl output): its step is skipped")
         check_notifications(c, out, plan, provider, args, checks)
+        if api_order:
+            api.check_notified(*api_order, provider, checks)
         replay.backfill(sys.modules[__name__], c, out, plan, provider, params, args, checks)
     except Failure as e:
         checks.check(False, "run completed", str(e))
@@ -936,10 +997,11 @@ def run_scenario(c, out, params, args, checks):
     # The environment the function's process really got (Linux /proc).
     if args.ministack_pid:
         # The ledger's processes (LEDGER_TABLE set) are checked apart; the
-        # notifier's (NOTIFICATIONS_TABLE) by what they delivered.
+        # notifier's (NOTIFICATIONS_TABLE) by what they delivered; the order
+        # API's (IDEMPOTENCY_TABLE) by api.py.
         all_envs = bootstrap_environments(args.ministack_pid)
         envs = [(pid, e) for pid, e in all_envs
-                if "LEDGER_TABLE" not in e and "NOTIFICATIONS_TABLE" not in e]
+                if "LEDGER_TABLE" not in e and "NOTIFICATIONS_TABLE" not in e and "IDEMPOTENCY_TABLE" not in e]
         ledger_envs = [(pid, e) for pid, e in all_envs if "LEDGER_TABLE" in e]
         want = {"TABLE_NAME": table, "AWS_ENDPOINT_URL": args.endpoint, "AWS_REGION": REGION}
         bad = [(pid, {k: e.get(k) for k in want}) for pid, e in envs if any(e.get(k) != v for k, v in want.items())]
@@ -983,6 +1045,7 @@ def main():
     r.add_argument("--zip", required=True)
     r.add_argument("--ledger-zip", required=True)
     r.add_argument("--notifier-zip", required=True)
+    r.add_argument("--api-zip", required=True)
     r.add_argument("--function-timeout", type=int, default=3)
     r.add_argument("--deadline-margin-ms", type=int, default=1000)
     r.add_argument("--deploy-timeout", type=int, default=180)

@@ -12,9 +12,11 @@ every table, then:
 3. replays the orders table's stream from its start into the order notifier
    (a synchronous Invoke with the stream's records, as an operator recovering
    from NotifierFailureQueue would);
+4. sends the order API's first POST /orders again, with its Idempotency-Key
+   (when api.py placed an order), and expects the stored 201;
 
 waits until both queues are drained, and checks: the orders, ledger,
-accounts and notifications tables are unchanged item for item; the webhook
+accounts, notifications and idempotency tables are unchanged item for item; the webhook
 provider got no request at all; the functions' EMF lines count every replayed
 message as Duplicate or Stale, and nothing Applied, Rejected, Early or
 Sent; the two poison
@@ -127,6 +129,9 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
     tables = {"orders": (out["TableName"], "order_id"), "ledger": (out["LedgerTableName"], "entry_id"),
               "accounts": (out["AccountsTableName"], "account_id"),
               "notifications": (out["NotificationsTableName"], "notification_id")}
+    if "IdempotencyTableName" in out:
+        # The order API's keys: nothing in a replay may touch them either.
+        tables["idempotency"] = (out["IdempotencyTableName"], "idempotency_key")
     rng = random.Random(args.seed + 1)
     tamper = os.environ.get("E2E_REPLAY_TAMPER") == "1"
 
@@ -173,6 +178,18 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
                  "backfill: the local redrive fallback moved the DLQ's poison message back to the order queue "
                  "(sent, then deleted from the DLQ)",
                  f"moved {[b[:60] for b in moved]}, failed {failed}")
+
+    # The order API's first POST, sent again with its Idempotency-Key (a
+    # client retrying long after): the stored 201; the table checks below
+    # show it placed nothing.
+    if getattr(plan, "api_retry", None):
+        retry, first = plan.api_retry
+        status, headers, answer = retry()
+        checks.check(status == 201 and answer == first and headers.get("Idempotent-Replayed") == "true",
+                     "backfill: the order API's first POST, sent again with its Idempotency-Key, is answered "
+                     "with the stored 201 (Idempotent-Replayed: true)",
+                     f"status {status}, Idempotent-Replayed {headers.get('Idempotent-Replayed')}, "
+                     f"body identical: {answer == first}")
 
     # The orders stream, from its start, into the notifier.
     records = stream_event(c, out["TableName"], e2e.REGION)

@@ -21,9 +21,10 @@
 #   E2E_BINARY=PATH       deploy this host order-consumer binary instead of
 #                         building one (e.g. target/lambda/order-consumer/bootstrap
 #                         from `make build-host`)
-#   E2E_LEDGER_BINARY=PATH, E2E_NOTIFIER_BINARY=PATH  the same for
-#                         payment-ledger and order-notifier (default: next to
-#                         E2E_BINARY, else in target/release)
+#   E2E_LEDGER_BINARY=PATH, E2E_NOTIFIER_BINARY=PATH, E2E_API_BINARY=PATH
+#                         the same for payment-ledger, order-notifier and
+#                         order-api (default: next to E2E_BINARY, else in
+#                         target/release)
 #   E2E_KEEP_TMP=1        keep the temp dir (MiniStack log, template copy, zip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -38,6 +39,7 @@ AUTH=${E2E_AUTH:-true}
 BIN=${E2E_BINARY:-target/release/order-consumer}
 LEDGER_BIN=${E2E_LEDGER_BINARY:-$(dirname "$BIN")/payment-ledger}
 NOTIFIER_BIN=${E2E_NOTIFIER_BINARY:-$(dirname "$BIN")/order-notifier}
+API_BIN=${E2E_API_BINARY:-$(dirname "$BIN")/order-api}
 
 t_start=$(date +%s)
 log() { printf 'e2e: [%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -76,9 +78,11 @@ fi
 [[ -x "$BIN" ]] || die "$BIN missing or not executable"
 [[ -x "$LEDGER_BIN" ]] || die "$LEDGER_BIN missing or not executable (set E2E_LEDGER_BINARY)"
 [[ -x "$NOTIFIER_BIN" ]] || die "$NOTIFIER_BIN missing or not executable (set E2E_NOTIFIER_BINARY)"
+[[ -x "$API_BIN" ]] || die "$API_BIN missing or not executable (set E2E_API_BINARY)"
 BIN=$(realpath "$BIN")
 LEDGER_BIN=$(realpath "$LEDGER_BIN")
 NOTIFIER_BIN=$(realpath "$NOTIFIER_BIN")
+API_BIN=$(realpath "$API_BIN")
 
 # ---- 3. MiniStack ----------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/order-consumer-e2e.XXXXXX")
@@ -152,7 +156,8 @@ log "MiniStack healthy after $(( $(date +%s) - t_ms ))s (IAM enforcement: AUTH=$
 
 # ---- 4. deploy, stream, check ----------------------------------------------
 # The deployment packages: each binary as `bootstrap`, mode 755.
-for pair in "$BIN:$TMP/function.zip" "$LEDGER_BIN:$TMP/ledger.zip" "$NOTIFIER_BIN:$TMP/notifier.zip"; do
+for pair in "$BIN:$TMP/function.zip" "$LEDGER_BIN:$TMP/ledger.zip" "$NOTIFIER_BIN:$TMP/notifier.zip" \
+            "$API_BIN:$TMP/api.zip"; do
 "$PY" - "${pair%%:*}" "${pair#*:}" <<'EOF'
 import sys, zipfile
 src, dst = sys.argv[1], sys.argv[2]
@@ -165,5 +170,6 @@ EOF
 done
 
 "$PY" scripts/e2e/e2e.py run --endpoint "$ENDPOINT" --template "$TEMPLATE" \
-  --zip "$TMP/function.zip" --ledger-zip "$TMP/ledger.zip" --notifier-zip "$TMP/notifier.zip" --function-timeout "$FUNCTION_TIMEOUT" \
+  --zip "$TMP/function.zip" --ledger-zip "$TMP/ledger.zip" --notifier-zip "$TMP/notifier.zip" \
+  --api-zip "$TMP/api.zip" --function-timeout "$FUNCTION_TIMEOUT" \
   --drain-timeout "$DRAIN_TIMEOUT" --ministack-pid "$ms_pid" --auth "$AUTH"
