@@ -75,7 +75,7 @@ table: ## Print the orders table of `make local`
 smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under cargo lambda on two sample events
 	bash scripts/smoke-invoke.sh
 
-e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB with redrive
+e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB, the ledger, the notifier and the order API, with redrive
 	bash scripts/e2e/run.sh
 
 redrive: ## Move a DLQ back to its source queue: QUEUE=orders|payments [STACK=name] (StartMessageMoveTask)
