@@ -33,7 +33,9 @@ test: ## Run all tests (unit, integration, and the binaries under a Lambda emula
 
 test-otel: ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
 	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
-	cargo nextest run --features otel -E 'test(/^otel::/) | test(/^core::otel::/)'
+	@# Only the library and the integration tests: the feature changes every
+	@# target's build, and nothing else has OpenTelemetry tests.
+	cargo nextest run --features otel --lib --test integration -E 'test(/^otel::/) | test(/^core::otel::/)'
 
 release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier, order-api)
 	cargo build --release --bins

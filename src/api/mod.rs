@@ -161,11 +161,11 @@ impl OrderApi {
 
     /// Serve requests until the runtime stops; on Lambda Managed Instances
     /// (`AWS_LAMBDA_MAX_CONCURRENCY` > 1) that many at once, sharing the
-    /// client and the cold-start flag (every clone of `OrderApi` shares
-    /// them). Each request's deadline, claim and metrics line are its own.
+    /// client and the cold-start flag. Each request's deadline, claim and metrics line are its own.
     pub async fn serve(self) -> Result<(), lambda_http::Error> {
+        let api = std::sync::Arc::new(self);
         lambda_http::run_concurrent(service_fn(move |req: Request| {
-            let api = self.clone();
+            let api = api.clone();
             async move { Ok::<_, lambda_http::Error>(api.invoke(req).await) }
         }))
         .await
@@ -286,17 +286,33 @@ impl OrderApi {
         let (event, response) = match self.order_of(&order, claim.expires_at) {
             Ok(built) => built,
             Err(p) => {
-                self.store.release(&claim).await;
+                self.release(&claim, cutoff).await;
                 return problem(p);
             }
         };
         match cut(cutoff, self.store.commit(&claim, &event, &response)).await {
             Ok(()) => stored_response(&response, false),
+            Err(StoreError::DeadlineExceeded) => {
+                // No release: the lease ends at the deadline, within the
+                // margin, and a release now could only make the answer
+                // late (and the commit may yet have landed unseen).
+                store_problem(&StoreError::DeadlineExceeded)
+            }
             Err(e) => {
-                self.store.release(&claim).await;
+                self.release(&claim, cutoff).await;
                 store_problem(&e)
             }
         }
+    }
+
+    /// Give the claim back, within the cutoff like every other call: the
+    /// answer must not wait for it (the lease ends at the deadline anyway).
+    async fn release(&self, claim: &Claim<'_>, cutoff: tokio::time::Instant) {
+        let release = async {
+            self.store.release(claim).await;
+            Ok(())
+        };
+        let _ = cut(cutoff, release).await;
     }
 
     /// The OrderPlaced (seq 1) this request becomes, and its 201 response.
@@ -407,7 +423,7 @@ fn store_problem(e: &StoreError) -> Response<Body> {
         tracing::warn!(error = %e, "DynamoDB did not confirm");
         problem(
             ProblemKind::Unavailable
-                .with("the order store did not answer in time or was throttled; nothing was stored")
+                .with("the order store did not confirm in time or was throttled; retry with the same Idempotency-Key")
                 .retry_after(1),
         )
     } else {

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::core::batch::{
-    self, BatchError, BatchReport, Handler, Settings, deadline_from_epoch_ms,
+    self, BatchError, BatchReport, Handler, Settings, deadline_epoch_ms, deadline_from_epoch_ms,
 };
 use crate::core::config::{Runtime, Telemetry};
 use crate::core::metrics;
@@ -144,24 +144,30 @@ impl<H: Handler> Function<H> {
     ) -> Result<E::Response, Diagnostic> {
         let cold_start = self.cold.take();
         let span = invocation_span(&self.runtime.telemetry, cold_start, &event.context);
-        let deadline_ms = event.context.deadline;
+        let deadline_ms = deadline_epoch_ms(event.context.deadline);
         // The span is closed when the instrumented future is dropped, at
         // the end of this statement: the flush then exports it.
-        let answer = self.run(event, cold_start).instrument(span).await;
+        let answer = self
+            .run(event, deadline_ms, cold_start)
+            .instrument(span)
+            .await;
         crate::core::bootstrap::flush_traces(deadline_ms).await;
         answer
     }
 
+    /// `deadline_ms`: the invocation's deadline, as [`deadline_epoch_ms`]
+    /// reads it.
     async fn run<E: BatchEvent<Record = H::Record>>(
         &self,
         event: LambdaEvent<E>,
+        deadline_ms: u64,
         cold_start: bool,
     ) -> Result<E::Response, Diagnostic> {
-        let deadline = deadline_from_epoch_ms(event.context.deadline);
+        let deadline = deadline_from_epoch_ms(deadline_ms);
         tracing::info!(
             request_id = %event.context.request_id,
             records = event.payload.records().len(),
-            deadline_ms = event.context.deadline,
+            deadline_ms,
             remaining_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
             "batch received"
         );

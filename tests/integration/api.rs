@@ -555,7 +555,7 @@ proptest! {
 #[tokio::test]
 async fn the_lambda_entry_point_takes_its_deadline_from_the_invocation() {
     let t = ApiDb::new().await;
-    let api = t.api(&[]);
+    let (api, requests) = t.counted_api(&[]);
     let with_deadline = |key: &str, deadline: u64| {
         let mut cx = lambda_http::Context::default();
         cx.deadline = deadline;
@@ -565,6 +565,7 @@ async fn the_lambda_entry_point_takes_its_deadline_from_the_invocation() {
     // stored, so a retry with the key can still succeed.
     let r = api.invoke(with_deadline("past", epoch_ms() - 1_000)).await;
     assert!(is_problem(&r, 503), "{}", text(&r));
+    assert_eq!(requests.get(), 0, "a call started past the cutoff");
     assert!(t.orders().await.is_empty() && t.records().await.is_empty());
     // A real one, and the duration `cargo lambda watch` sends in its place
     // (600000): both leave time to place the order.

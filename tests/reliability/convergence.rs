@@ -103,7 +103,12 @@ pub async fn run_case(
     let mut rng = Rng::new(case.seed);
     let sent = workload.send_all(&queue, case.dup_rate, &mut rng);
     let (audit, acked_uncommitted) = ack_audit(&h.db);
-    let functions = &pollers[..case.functions.min(pollers.len())];
+    // The case's 1..=3 pollers, scaled to the pollers there are (3
+    // processes: the same; one process at concurrency 8: 2, 5 or 8 at once).
+    let n = (case.functions * pollers.len())
+        .div_ceil(3)
+        .clamp(1, pollers.len());
+    let functions = &pollers[..n];
     drain(
         &queue,
         functions,
@@ -137,7 +142,7 @@ pub async fn run_case(
 
 /// Drive proptest over `lifecycles` with `cases` cases by default, against
 /// three processes, or with `managed: Some(n)` one process serving `n`
-/// invocations at once (up to three of them per case, as the ESM's pollers).
+/// invocations at once (up to `n` pollers invoking it together).
 pub fn check_convergence(
     source_file: &'static str,
     lifecycles: &[Lifecycle],
@@ -152,7 +157,7 @@ pub fn check_convergence(
     }));
     let pollers = match managed {
         None => h.envs.clone(),
-        Some(_) => vec![h.envs[0].clone(); 3],
+        Some(n) => vec![h.envs[0].clone(); n],
     };
     let max_orders = env_usize("RELIABILITY_MAX_ORDERS", 8);
     let mut runner = TestRunner::new(proptest_config(source_file, cases));
@@ -170,7 +175,11 @@ pub fn check_convergence(
         rt.block_on(h.stop());
         panic!("{e}");
     }
+    let at_once = rt.block_on(h.envs[0].peak_in_flight());
     rt.block_on(h.finish("convergence"));
+    if managed.is_some() {
+        assert!(at_once >= 2, "the process never served invocations at once");
+    }
 }
 
 #[test]
