@@ -14,9 +14,10 @@ use tracing_subscriber::EnvFilter;
 
 use order_consumer::testing::*;
 
-/// The log lines written while it is installed (on this test's thread).
+/// The log lines written while it is installed (on this test's thread);
+/// `otel.rs` captures with it too.
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl std::io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -48,7 +49,7 @@ impl Captured {
         guard
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.0.lock().expect("log buffer").clone()).expect("UTF-8 logs")
     }
 

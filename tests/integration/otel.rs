@@ -73,33 +73,12 @@ async fn collector(mode: Collector) -> (Arc<Mutex<Vec<Value>>>, String) {
     (bodies, url)
 }
 
-/// The log lines written while installed.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("log buffer").clone()).expect("UTF-8 logs")
-    }
-}
-
 /// The functions' subscriber (JSON logs at INFO, as in production) with
 /// traces to `endpoint` when given, installed on this thread.
-fn install(logs: &Captured, endpoint: Option<&str>) -> tracing::subscriber::DefaultGuard {
+fn install(
+    logs: &crate::logs::Captured,
+    endpoint: Option<&str>,
+) -> tracing::subscriber::DefaultGuard {
     let mut env = vec![
         ("POWERTOOLS_SERVICE_NAME", "orders-otel".to_owned()),
         ("AWS_LAMBDA_FUNCTION_NAME", "order-consumer-fn".to_owned()),
@@ -170,7 +149,7 @@ fn id(span: &Value, field: &str) -> String {
 async fn an_invocation_exports_its_spans_under_lambdas_xray_segment_before_it_answers() {
     let db = TestDb::new().await;
     let (bodies, url) = collector(Collector::Answers).await;
-    let logs = Captured::default();
+    let logs = crate::logs::Captured::default();
     let _guard = install(&logs, Some(&url));
 
     invoke(&db, "ord-otel-1").await;
@@ -246,7 +225,7 @@ async fn the_log_lines_are_the_same_with_traces_on() {
     let (_bodies, url) = collector(Collector::Answers).await;
     for endpoint in [None, Some(url.as_str())] {
         let db = TestDb::new().await;
-        let logs = Captured::default();
+        let logs = crate::logs::Captured::default();
         let guard = install(&logs, endpoint);
         invoke(&db, "ord-otel-logs").await;
         drop(guard);
@@ -278,7 +257,7 @@ async fn the_log_lines_are_the_same_with_traces_on() {
 async fn a_hung_collector_delays_the_answer_by_at_most_the_flush_bound() {
     let db = TestDb::new().await;
     let (bodies, url) = collector(Collector::Hangs).await;
-    let logs = Captured::default();
+    let logs = crate::logs::Captured::default();
     let _guard = install(&logs, Some(&url));
 
     let started = std::time::Instant::now();
