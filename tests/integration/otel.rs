@@ -272,11 +272,13 @@ async fn a_hung_collector_delays_the_answer_by_at_most_the_flush_bound() {
         !bodies.lock().expect("bodies").is_empty(),
         "the export was tried"
     );
+    // The flush's own wait and the export request's timeout are both one
+    // second: whichever ends first, the function says so and answers.
+    let text = logs.text();
     assert!(
-        logs.text()
-            .contains("the span export did not finish in time"),
-        "{}",
-        logs.text()
+        text.contains("the span export did not finish in time")
+            || text.contains("could not export this invocation's spans"),
+        "{text}"
     );
     assert_eq!(db.status("ord-otel-hung").await.as_deref(), Some("PLACED"));
 }
