@@ -46,7 +46,7 @@ for _ in $(seq 1 60); do
     ready=yes
     break
   fi
-  sleep 5
+  sleep 2
 done
 [[ -n "$ready" ]] || { echo "smoke: the function did not answer within 5 minutes" >&2; tail -40 "$LOG/watch.log" >&2; exit 1; }
 
@@ -85,7 +85,7 @@ for _ in $(seq 1 60); do
     ready=yes
     break
   fi
-  sleep 5
+  sleep 2
 done
 [[ -n "$ready" ]] || fail "the order API did not answer GET /orders/ord_none with 404 within 5 minutes"
 
