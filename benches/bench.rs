@@ -690,7 +690,7 @@ async fn notifier_figures(r: &mut Report) {
             median(row.calls)
         ));
     }
-    r.line("\nA notification costs a conditional claim (PutItem), the POST with its Idempotency-Key, and the conditional write that records it sent; a redelivered one is refused at the claim, which brings the record back (sent: nothing more). A change that notifies nobody is settled without I/O. The provider is in the same process (plain HTTP on loopback), so a real provider's latency is not in these figures; records of different orders run concurrently.");
+    r.line("\nA notification costs a conditional claim (UpdateItem), the POST with its Idempotency-Key, and the conditional write that records it sent; a redelivered one is refused at the claim, which brings the record back (sent: nothing more). A change that notifies nobody is settled without I/O. The provider is in the same process (plain HTTP on loopback), so a real provider's latency is not in these figures; records of different orders run concurrently.");
 }
 
 // ---- the order API, in process ------------------------------------------------
