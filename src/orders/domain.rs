@@ -144,7 +144,12 @@ pub struct OrderView {
 
 /// The entry an event adds to [`OrderSnapshot::processed_hashes`].
 pub fn processed_entry(event: &OrderEvent) -> String {
-    format!("{}:{}", event.seq.get(), event.content_hash())
+    processed_entry_with(event, &event.content_hash())
+}
+
+/// [`processed_entry`] for an event whose content hash is already at hand.
+pub fn processed_entry_with(event: &OrderEvent, hash: &str) -> String {
+    format!("{}:{hash}", event.seq.get())
 }
 
 /// Why an event conflicts with what is stored. Both are producer bugs.

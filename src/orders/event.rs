@@ -136,47 +136,70 @@ impl OrderEvent {
     /// JSON key order, whitespace and unknown extra fields do not change it.
     pub fn content_hash(&self) -> String {
         let mut h = Sha256::new();
-        let mut put = |s: &str| {
-            h.update((s.len() as u64).to_le_bytes());
-            h.update(s.as_bytes());
+        let mut put = |b: &[u8]| {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
         };
-        put(self.event_id.as_str());
-        put(self.order_id.as_str());
-        put(&self.seq.get().to_string());
-        put(self.kind().as_str());
-        put(self.occurred_at.as_str());
+        // Numbers are fed as their decimal text (what `to_string` writes),
+        // formatted on the stack.
+        let mut digits = [0u8; 20];
+        put(self.event_id.as_str().as_bytes());
+        put(self.order_id.as_str().as_bytes());
+        put(decimal(self.seq.get(), &mut digits));
+        put(self.kind().as_str().as_bytes());
+        put(self.occurred_at.as_str().as_bytes());
         match &self.payload {
             Payload::Placed {
                 customer_id,
                 amount,
                 currency,
             } => {
-                put(customer_id.as_str());
-                put(&amount.get().to_string());
-                put(currency.as_str());
+                put(customer_id.as_str().as_bytes());
+                put(decimal(amount.get(), &mut digits));
+                put(currency.as_str().as_bytes());
             }
             Payload::Paid {
                 payment_id,
                 amount,
                 currency,
             } => {
-                put(payment_id.as_str());
-                put(&amount.get().to_string());
-                put(currency.as_str());
+                put(payment_id.as_str().as_bytes());
+                put(decimal(amount.get(), &mut digits));
+                put(currency.as_str().as_bytes());
             }
             Payload::Shipped {
                 carrier,
                 tracking_id,
             } => {
-                put(carrier);
-                put(tracking_id.as_str());
+                put(carrier.as_bytes());
+                put(tracking_id.as_str().as_bytes());
             }
             Payload::Delivered => {}
-            Payload::Cancelled { reason } => put(reason),
+            Payload::Cancelled { reason } => put(reason.as_bytes()),
         }
         let digest = h.finalize();
-        // 128 bits is plenty to tell two payloads of the same event apart.
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+        // 128 bits is plenty to tell two payloads of the same event apart:
+        // the first 16 bytes in lower-case hex, one allocation.
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(32);
+        for b in &digest[..16] {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+        }
+        out
+    }
+}
+
+/// `v` in decimal, exactly as `v.to_string()` writes it, in `buf`.
+fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[i..];
+        }
     }
 }
 
@@ -499,6 +522,28 @@ mod tests {
         v["data"]["currency"] = json!("SECRET-VALUE");
         let msg = parse(&v).unwrap_err().to_string();
         assert!(!msg.contains("SECRET"), "{msg}");
+    }
+
+    /// The stored format: these values are in every table already written
+    /// (computed independently: SHA-256 over each field as u64-LE length +
+    /// UTF-8 bytes, first 16 bytes in hex), so they must never change.
+    #[test]
+    fn content_hash_values_are_pinned() {
+        assert_eq!(
+            parse(&placed()).unwrap().content_hash(),
+            "a21334269f69f56d9675e61b7afe4308"
+        );
+        let mut v = placed();
+        v["seq"] = json!(12345678901234567890u64);
+        v["data"]["amount"] = json!(10u64);
+        assert_eq!(
+            parse(&v).unwrap().content_hash(),
+            "791f07ed866b61f89120081a11ac79fa"
+        );
+        for v in [0u64, 7, 10, 99, 100, 1_234_567, u64::MAX] {
+            let mut buf = [0u8; 20];
+            assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use crate::core::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
 use crate::core::error::StoreError;
 use crate::core::time::rfc3339;
-use crate::orders::domain::{OrderSnapshot, OrderView, Requires, processed_entry};
+use crate::orders::domain::{OrderSnapshot, OrderView, Requires, processed_entry_with};
 use crate::orders::event::{OrderEvent, Payload};
 
 /// The table's hash key.
@@ -68,22 +68,24 @@ impl OrderStore {
         event: &OrderEvent,
         observed: &OrderSnapshot,
     ) -> Result<Write, StoreError> {
+        // Hashed once, for `event_hash` and the processed_hashes entry.
+        let hash = event.content_hash();
         let values = HashMap::from([
             (":observed".to_owned(), s(observed.status.as_str())),
             (":prev".to_owned(), n(observed.last_event_seq)),
             (":seq".to_owned(), n(event.seq.get())),
             (":eid".to_owned(), s(event.event_id.as_str())),
             (":type".to_owned(), s(event.kind().as_str())),
-            (":hash".to_owned(), s(&event.content_hash())),
+            (
+                ":ph".to_owned(),
+                AttributeValue::L(vec![AttributeValue::S(processed_entry_with(event, &hash))]),
+            ),
+            (":hash".to_owned(), AttributeValue::S(hash)),
             (":now".to_owned(), s(&rfc3339(SystemTime::now()))),
             (":nil".to_owned(), AttributeValue::L(vec![])),
             (
                 ":eidl".to_owned(),
                 AttributeValue::L(vec![s(event.event_id.as_str())]),
-            ),
-            (
-                ":ph".to_owned(),
-                AttributeValue::L(vec![s(&processed_entry(event))]),
             ),
         ]);
         let request = self
@@ -180,7 +182,9 @@ struct Expressions {
 
 fn expressions(event: &OrderEvent) -> Expressions {
     let kind = event.kind();
-    let mut values: HashMap<String, AttributeValue> = HashMap::new();
+    // At most 16 values (a Placed guarded by its contradiction, or a
+    // transition from three statuses): one allocation for the map.
+    let mut values: HashMap<String, AttributeValue> = HashMap::with_capacity(16);
     let mut put = |k: &str, v: AttributeValue| {
         values.insert(k.to_owned(), v);
     };
@@ -239,11 +243,16 @@ fn expressions(event: &OrderEvent) -> Expressions {
     put(":seq", n(event.seq.get()));
     put(":eid", s(event.event_id.as_str()));
     put(":type", s(kind.as_str()));
-    put(":hash", s(&event.content_hash()));
+    // Hashed once, for `event_hash` and the processed_hashes entry.
+    let hash = event.content_hash();
+    put(
+        ":ph",
+        AttributeValue::L(vec![AttributeValue::S(processed_entry_with(event, &hash))]),
+    );
+    put(":hash", AttributeValue::S(hash));
     put(":now", s(&rfc3339(SystemTime::now())));
     put(":nil", AttributeValue::L(vec![]));
     put(":eidl", AttributeValue::L(vec![s(event.event_id.as_str())]));
-    put(":ph", AttributeValue::L(vec![s(&processed_entry(event))]));
     put(":occ", s(event.occurred_at.as_str()));
     match &event.payload {
         Payload::Placed {
