@@ -15,11 +15,15 @@ EVENT         ?= events/01-happy-path.json
 TABLE_NAME    ?= orders
 DYNAMODB_PORT ?= 8000
 IDEMPOTENCY_TABLE ?= idempotency
+# The Powertools for AWS Lambda (Python) baseline of `make bench` and its
+# chart: their own venv, pinned, kept out of the test build.
+BENCH_VENV    := target/bench-venv
+BENCH_REQS    := bench/powertools/requirements.txt
 LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help demo test test-otel validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench release
+.PHONY: help demo test test-otel validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -40,7 +44,7 @@ test-otel: ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP col
 release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier, order-api)
 	cargo build --release --bins
 
-bench: release ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS
+bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS; vs Powertools (Python); chart docs/bench-peer.svg
 	cargo build --profile release-untuned --bin order-consumer
 	@# `cargo bench` builds into target/release as well (the bench profile):
 	@# measure copies of the two builds, taken before it runs.
@@ -48,6 +52,14 @@ bench: release ## Benchmark: throughput, requests/message, CPU/message, cold sta
 	cp target/release/order-consumer target/bench-bins/order-consumer.release
 	cp target/release-untuned/order-consumer target/bench-bins/order-consumer.untuned
 	cargo bench --bench bench
+	$(BENCH_VENV)/bin/python scripts/bench_chart.py target/bench-peer.json docs/bench-peer.svg
+
+bench-venv: $(BENCH_VENV)/.installed ## The venv of the bench's Powertools baseline and chart (target/bench-venv)
+
+$(BENCH_VENV)/.installed: $(BENCH_REQS)
+	python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(BENCH_REQS)
+	touch $@
 
 validate: ## sam validate --lint, cfn-lint (SAM and translated), template policy checks
 	bash scripts/validate-template.sh

@@ -127,10 +127,19 @@ fn main() {
     if run("process") {
         rt.block_on(process_figures(&mut r));
     }
+    // Last: the one section that needs more than cargo (the Powertools venv).
+    let mut failed = None;
+    if run("peer") {
+        failed = rt.block_on(peer_figures(&mut r)).err();
+    }
 
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-report.md");
     let _ = std::fs::write(&path, &r.0);
     println!("\n(written to {})", path.display());
+    if let Some(why) = failed {
+        eprintln!("\nsection peer failed: {why}");
+        std::process::exit(1);
+    }
 }
 
 fn machine_description() -> String {
@@ -1066,4 +1075,386 @@ async fn process_figures(r: &mut Report) {
         t.2 / u.2
     ));
     r.line("arm64: not measured here (the aarch64 Rust target cannot be installed on this machine); `make build` produces it where it can.");
+}
+
+// ---- peer: the same consumer on Powertools for AWS Lambda (Python) ----------
+
+/// The two functions the `peer` section compares, each run as Lambda runs
+/// it: a process polling its own Runtime API emulator.
+#[derive(Clone, Copy, PartialEq)]
+enum Peer {
+    /// This crate's order consumer (the `bench` profile build).
+    Project,
+    /// bench/powertools/handler.py under awslambdaric, from target/bench-venv.
+    Powertools,
+}
+
+struct PeerSetup {
+    bin: PathBuf,
+    python: PathBuf,
+    handler_dir: PathBuf,
+}
+
+/// Messages per throughput run (a batch of 1,000 is one invocation).
+const PEER_MESSAGES: usize = 1_000;
+const PEER_RUNS: usize = 3;
+
+impl PeerSetup {
+    /// Start `peer` against `api` and DynamoDB at `endpoint` (dynoxide, or
+    /// the counting proxy in front of it), with the environment Lambda sets.
+    fn spawn(
+        &self,
+        peer: Peer,
+        api: &RuntimeApi,
+        endpoint: &str,
+        table: &str,
+        idempotency_table: &str,
+    ) -> Child {
+        let mut cmd = match peer {
+            Peer::Project => Command::new(&self.bin),
+            Peer::Powertools => {
+                let mut c = Command::new(&self.python);
+                c.args(["-m", "awslambdaric", "handler.handler"])
+                    .current_dir(&self.handler_dir);
+                c
+            }
+        };
+        cmd.env_clear()
+            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
+            .env("TABLE_NAME", table)
+            .env("IDEMPOTENCY_TABLE", idempotency_table)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "bench")
+            .env("AWS_SECRET_ACCESS_KEY", "bench")
+            .env("AWS_LAMBDA_FUNCTION_NAME", "order-consumer")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("RETRY_BACKOFF", "off")
+            .env("RUST_LOG", "warn")
+            .env("POWERTOOLS_SERVICE_NAME", "order-consumer")
+            // Keep handler.py's bytecode out of the source tree.
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", peer.name()))
+    }
+}
+
+impl Peer {
+    fn name(self) -> &'static str {
+        match self {
+            Peer::Project => "order-consumer",
+            Peer::Powertools => "Powertools (Python)",
+        }
+    }
+}
+
+/// Hand `payload` to `api`; Ok when every record was acknowledged, else
+/// what the function answered.
+async fn invoke_acked(api: &RuntimeApi, payload: Arc<Vec<u8>>) -> Result<(), String> {
+    let (reply, answered) = oneshot::channel();
+    api.submit(Invocation {
+        request_id: runtime_api::new_request_id(),
+        payload,
+        deadline_ms: epoch_ms() + 300_000,
+        reply,
+    })
+    .await;
+    match tokio::time::timeout(Duration::from_secs(300), answered).await {
+        Ok(Ok(Reply::Response { body, .. })) => {
+            let text = String::from_utf8_lossy(&body);
+            match serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| v["batchItemFailures"].as_array().map(Vec::len))
+            {
+                Some(0) => Ok(()),
+                _ => Err(format!("not every record acked: {text:.300}")),
+            }
+        }
+        Ok(Ok(Reply::Error {
+            error_type,
+            error_message,
+            ..
+        })) => Err(format!("invocation error {error_type}: {error_message}")),
+        Ok(Err(_)) => Err(format!(
+            "no answer (process gone?{})",
+            api.init_error()
+                .map(|e| format!(" init error {e}"))
+                .unwrap_or_default()
+        )),
+        Err(_) => Err("no answer within 300 s".into()),
+    }
+}
+
+fn payloads(bodies: &[Value], batch: usize) -> Vec<Arc<Vec<u8>>> {
+    bodies
+        .chunks(batch)
+        .map(|c| Arc::new(serde_json::to_vec(&batch_of(c)).expect("event json")))
+        .collect()
+}
+
+/// One record of an order of its own: the first invocation of a process,
+/// so that what is timed or counted after it is the warm function.
+fn warm_payload(tag: &str) -> Arc<Vec<u8>> {
+    let o = format!("warm-{tag}");
+    Arc::new(
+        serde_json::to_vec(&batch_of(&[body(
+            &o,
+            1,
+            "OrderPlaced",
+            &format!("evt-{o}-1"),
+        )]))
+        .expect("event json"),
+    )
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Messages per second of a warm process fed `batch`-record invocations of
+/// first-time messages, one at a time (as Lambda feeds one environment),
+/// and its peak RSS at the end.
+async fn peer_rate(s: &PeerSetup, peer: Peer, batch: usize) -> Result<(f64, u64), String> {
+    let db = TestDb::new().await;
+    let idem = db.extra_table("idempotency", "id").await;
+    let api = RuntimeApi::start().await;
+    let child = s.spawn(peer, &api, db.endpoint(), &db.table, &idem);
+    let n = PEER_MESSAGES.max(batch);
+    let work = payloads(&lifecycle_bodies(n, &format!("t{batch}")), batch);
+    let result = async {
+        invoke_acked(&api, warm_payload("rate")).await?;
+        let t = Instant::now();
+        for p in &work {
+            invoke_acked(&api, p.clone()).await?;
+        }
+        Ok::<_, String>(n as f64 / t.elapsed().as_secs_f64())
+    }
+    .await;
+    let hwm = vm_hwm_kib(&child);
+    stop(child);
+    Ok((result?, hwm))
+}
+
+/// Spawn → first response, the 10-record invocation queued before the
+/// process starts (as [`run_binary`] does).
+async fn peer_cold_start(s: &PeerSetup, peer: Peer) -> Result<f64, String> {
+    let db = TestDb::new().await;
+    let idem = db.extra_table("idempotency", "id").await;
+    let api = RuntimeApi::start().await;
+    let payload = payloads(&lifecycle_bodies(10, "cold"), 10).remove(0);
+    let (reply, answered) = oneshot::channel();
+    api.submit(Invocation {
+        request_id: runtime_api::new_request_id(),
+        payload,
+        deadline_ms: epoch_ms() + 300_000,
+        reply,
+    })
+    .await;
+    let spawned = Instant::now();
+    let child = s.spawn(peer, &api, db.endpoint(), &db.table, &idem);
+    let reply = tokio::time::timeout(Duration::from_secs(300), answered).await;
+    let ms = spawned.elapsed().as_secs_f64() * 1e3;
+    stop(child);
+    match reply {
+        Ok(Ok(Reply::Response { body, .. }))
+            if String::from_utf8_lossy(&body).contains("batchItemFailures") =>
+        {
+            Ok(ms)
+        }
+        other => Err(format!(
+            "{}: no batch response on a cold start: {other:?}",
+            peer.name()
+        )),
+    }
+}
+
+/// DynamoDB requests per message, counted by a proxy between the process
+/// and dynoxide (every HTTP request, whatever the client): first-time
+/// messages, the same messages redelivered to the same (warm) process, and
+/// redelivered to a new (cold) process. 1,000 messages in batches of 100.
+async fn peer_requests(s: &PeerSetup, peer: Peer) -> Result<[f64; 3], String> {
+    let n = 1_000;
+    let db = TestDb::new().await;
+    let idem = db.extra_table("idempotency", "id").await;
+    let proxy = order_consumer::testing::proxy::FaultProxy::start(db.endpoint(), 0).await;
+    let url = proxy.url();
+    let work = payloads(&lifecycle_bodies(n, "q"), 100);
+    let mut figures = [0.0; 3];
+    let api = RuntimeApi::start().await;
+    let child = s.spawn(peer, &api, &url, &db.table, &idem);
+    let warm = async {
+        invoke_acked(&api, warm_payload("requests")).await?;
+        for f in &mut figures[..2] {
+            let before = proxy.requests();
+            for p in &work {
+                invoke_acked(&api, p.clone()).await?;
+            }
+            *f = (proxy.requests() - before) as f64 / n as f64;
+        }
+        Ok::<_, String>(())
+    }
+    .await;
+    stop(child);
+    warm?;
+    let api = RuntimeApi::start().await;
+    let child = s.spawn(peer, &api, &url, &db.table, &idem);
+    let cold = async {
+        invoke_acked(&api, warm_payload("requests")).await?;
+        let before = proxy.requests();
+        for p in &work {
+            invoke_acked(&api, p.clone()).await?;
+        }
+        figures[2] = (proxy.requests() - before) as f64 / n as f64;
+        Ok::<_, String>(())
+    }
+    .await;
+    stop(child);
+    cold?;
+    Ok(figures)
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b == 0.0 {
+        "n/a".into()
+    } else {
+        format!("{:.2}x", a / b)
+    }
+}
+
+async fn peer_figures(r: &mut Report) -> Result<(), String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let s = PeerSetup {
+        bin: PathBuf::from(env!("CARGO_BIN_EXE_order-consumer")),
+        python: root.join("target/bench-venv/bin/python"),
+        handler_dir: root.join("bench/powertools"),
+    };
+    r.line("\n### Against Powertools for AWS Lambda (Python): same harness, same local DynamoDB, same run\n");
+    let versions = Command::new(&s.python)
+        .args([
+            "-c",
+            "import sys, importlib.metadata as m; print('Python %s, ' % sys.version.split()[0] + ', '.join('%s %s' % (p, m.version(p)) for p in ('aws-lambda-powertools', 'awslambdaric', 'boto3')))",
+        ])
+        .output();
+    let versions = match versions {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        other => {
+            let why = format!(
+                "the Powertools baseline needs its venv, {} with bench/powertools/requirements.txt installed ({}). \
+                 `make bench` creates it (`make bench-venv` alone), or by hand: \
+                 python3 -m venv target/bench-venv && target/bench-venv/bin/pip install -r bench/powertools/requirements.txt",
+                s.python.display(),
+                match other {
+                    Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+                    Err(e) => e.to_string(),
+                }
+            );
+            r.line(format!("(not measured: {why})"));
+            return Err(why);
+        }
+    };
+    r.line(format!(
+        "order-consumer: the `bench` profile build. Powertools: bench/powertools/handler.py ({versions}), `BatchProcessor` + `@idempotent_function` on the eventId + one conditional UpdateItem, under `python -m awslambdaric`. Both poll a Runtime API emulator of their own and talk HTTP to dynoxide; each with its defaults (order-consumer applies a batch's orders concurrently, Powertools' BatchProcessor one record after another). Invocations one at a time, as Lambda feeds one environment; warm processes except for cold start.\n"
+    ));
+    let peers = [Peer::Project, Peer::Powertools];
+
+    let mut rates = Vec::new();
+    let mut hwm = [0u64; 2];
+    for batch in [10usize, 100, 1_000] {
+        let mut row = [0.0; 2];
+        for (i, peer) in peers.into_iter().enumerate() {
+            let mut v = Vec::new();
+            for _ in 0..PEER_RUNS {
+                let (rate, kib) = peer_rate(&s, peer, batch)
+                    .await
+                    .map_err(|e| format!("{} throughput, batch {batch}: {e}", peer.name()))?;
+                v.push(rate);
+                if batch == 1_000 {
+                    hwm[i] = hwm[i].max(kib);
+                }
+            }
+            row[i] = median(v);
+        }
+        rates.push((batch, row));
+    }
+
+    let mut cold = [0.0; 2];
+    for (i, peer) in peers.into_iter().enumerate() {
+        let mut v = Vec::new();
+        for _ in 0..RUNS {
+            v.push(peer_cold_start(&s, peer).await?);
+        }
+        cold[i] = median(v);
+    }
+
+    let mut requests = [[0.0; 3]; 2];
+    for (i, peer) in peers.into_iter().enumerate() {
+        requests[i] = peer_requests(&s, peer)
+            .await
+            .map_err(|e| format!("{} requests: {e}", peer.name()))?;
+    }
+
+    r.line("| figure | order-consumer | Powertools (Python) | order-consumer / Powertools |");
+    r.line("|---|---:|---:|---:|");
+    for (batch, [p, q]) in &rates {
+        r.line(format!(
+            "| messages / s, batches of {batch} (first-time, {} messages, median of {PEER_RUNS}) | {p:.0} | {q:.0} | {} |",
+            PEER_MESSAGES.max(*batch),
+            ratio(*p, *q)
+        ));
+    }
+    for (k, name) in [
+        "first-time message",
+        "duplicate, same (warm) process",
+        "duplicate, new (cold) process",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (p, q) = (requests[0][k], requests[1][k]);
+        r.line(format!(
+            "| DynamoDB requests / {name} | {p:.2} | {q:.2} | {} |",
+            ratio(p, q)
+        ));
+    }
+    r.line(format!(
+        "| cold start: spawn → first response, 10 records (median of {RUNS}) | {:.1} ms | {:.1} ms | {} |",
+        cold[0],
+        cold[1],
+        ratio(cold[0], cold[1])
+    ));
+    let mib = |k: u64| k as f64 / 1024.0;
+    r.line(format!(
+        "| peak RSS (VmHWM) after the batches of 1,000 | {:.1} MiB | {:.1} MiB | {} |",
+        mib(hwm[0]),
+        mib(hwm[1]),
+        ratio(hwm[0] as f64, hwm[1] as f64)
+    ));
+    r.line("\nDynamoDB requests are counted by a proxy between each process and dynoxide; 1,000 messages (whole lifecycles) in batches of 100, then the same batches again to the same process, then to a new one. The Powertools handler's business write is modelled on src/orders/store.rs (status guard, contiguous seq), not identical to it: see bench/powertools/handler.py.");
+
+    let figures = serde_json::json!({
+        "machine": machine_description(),
+        "powertools": versions,
+        "batches": rates.iter().map(|(b, [p, q])| serde_json::json!({
+            "batch": b, "order_consumer_msgs_per_s": p, "powertools_msgs_per_s": q,
+        })).collect::<Vec<_>>(),
+        "cold_start_ms": {"order_consumer": cold[0], "powertools": cold[1]},
+        "peak_rss_mib": {"order_consumer": mib(hwm[0]), "powertools": mib(hwm[1])},
+        "requests_per_message": {
+            "order_consumer": {"first_time": requests[0][0], "duplicate_warm": requests[0][1], "duplicate_cold": requests[0][2]},
+            "powertools": {"first_time": requests[1][0], "duplicate_warm": requests[1][1], "duplicate_cold": requests[1][2]},
+        },
+    });
+    let path = root.join("target/bench-peer.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&figures).expect("figures json"),
+    )
+    .map_err(|e| format!("write {}: {e}", path.display()))?;
+    r.line(format!("\n(figures for the chart: {})", path.display()));
+    Ok(())
 }
