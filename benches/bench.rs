@@ -251,7 +251,7 @@ async fn requests_per_message(r: &mut Report) {
         "| duplicate, warm container (cached) | {:.2} |",
         (warm_req.get() - before) as f64 / n as f64
     ));
-    r.line("\nFor comparison, Powertools for AWS Lambda (Python) idempotency spends three requests on a first-time message (conditional PutItem of the idempotency record, UpdateItem to complete it, then the business write), one after another; this consumer spends one.");
+    r.line("\nPowertools for AWS Lambda (Python) idempotency spends three requests on a first-time message (conditional PutItem of the idempotency record, UpdateItem to complete it, then the business write), one after another; this consumer spends one. The `peer` section measures both.");
 }
 
 async fn cache_on_off(r: &mut Report) {
