@@ -141,11 +141,11 @@ impl OrderEvent {
             h.update(b);
         };
         // Numbers are fed as their decimal text (what `to_string` writes),
-        // formatted on the stack.
-        let mut digits = [0u8; 20];
+        // formatted on the stack by itoa.
+        let mut digits = itoa::Buffer::new();
         put(self.event_id.as_str().as_bytes());
         put(self.order_id.as_str().as_bytes());
-        put(decimal(self.seq.get(), &mut digits));
+        put(digits.format(self.seq.get()).as_bytes());
         put(self.kind().as_str().as_bytes());
         put(self.occurred_at.as_str().as_bytes());
         match &self.payload {
@@ -155,7 +155,7 @@ impl OrderEvent {
                 currency,
             } => {
                 put(customer_id.as_str().as_bytes());
-                put(decimal(amount.get(), &mut digits));
+                put(digits.format(amount.get()).as_bytes());
                 put(currency.as_str().as_bytes());
             }
             Payload::Paid {
@@ -164,7 +164,7 @@ impl OrderEvent {
                 currency,
             } => {
                 put(payment_id.as_str().as_bytes());
-                put(decimal(amount.get(), &mut digits));
+                put(digits.format(amount.get()).as_bytes());
                 put(currency.as_str().as_bytes());
             }
             Payload::Shipped {
@@ -179,27 +179,8 @@ impl OrderEvent {
         }
         let digest = h.finalize();
         // 128 bits is plenty to tell two payloads of the same event apart:
-        // the first 16 bytes in lower-case hex, one allocation.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(32);
-        for b in &digest[..16] {
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
-        }
-        out
-    }
-}
-
-/// `v` in decimal, exactly as `v.to_string()` writes it, in `buf`.
-fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return &buf[i..];
-        }
+        // the first 16 bytes in lower-case hex.
+        hex::encode(&digest[..16])
     }
 }
 
@@ -540,10 +521,6 @@ mod tests {
             parse(&v).unwrap().content_hash(),
             "791f07ed866b61f89120081a11ac79fa"
         );
-        for v in [0u64, 7, 10, 99, 100, 1_234_567, u64::MAX] {
-            let mut buf = [0u8; 20];
-            assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
-        }
     }
 
     #[test]
