@@ -347,9 +347,19 @@ fn cpu_per_message(r: &mut Report) {
         .into_iter()
         .map(|b| b.to_string())
         .collect();
-    let iterations = 200_000;
+    // BENCH_CPU_DIVISOR divides the iteration counts, for a run under
+    // `valgrind --tool=callgrind`, which is about fifty times slower and
+    // counts instructions per function instead of timing
+    // (docs/performance.md, "Where the SDK's time goes").
+    let divisor = std::env::var("BENCH_CPU_DIVISOR").map_or(1, |v| {
+        v.parse::<usize>()
+            .ok()
+            .filter(|d| *d >= 1)
+            .expect("BENCH_CPU_DIVISOR is a whole number of at least 1")
+    });
+    let iterations = (200_000 / divisor).max(1);
     // The SDK's path costs tens of microseconds: fewer iterations suffice.
-    let sdk_iterations = 20_000;
+    let sdk_iterations = (20_000 / divisor).max(1);
     let store = OrderStore::new(client_for("http://127.0.0.1:9"), "orders");
     let answering = OrderStore::new(client_answering_at_once(), "orders");
     // One thread: every figure is one core's time per message.
