@@ -13,10 +13,6 @@
 //! This is a benchmark, not a test: it asserts only that the work it timed
 //! was the work intended (every message applied), never a speed.
 
-// The shipped binaries' allocator, so that the in-process figures are theirs.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -2,10 +2,6 @@
 //! DynamoDB client are set up once per cold start; each request only runs
 //! the handler.
 
-// The allocator: docs/performance.md, "Where the SDK's time goes".
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use order_consumer::api::store::ApiStore;
 use order_consumer::api::{ApiConfig, OrderApi};
 use order_consumer::core::bootstrap;

@@ -1,10 +1,6 @@
 //! Lambda bootstrap: configuration, telemetry and the DynamoDB client are set
 //! up once per cold start; each invocation only runs the batch.
 
-// The allocator: docs/performance.md, "Where the SDK's time goes".
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use order_consumer::core::bootstrap;
 use order_consumer::orders::OrderConfig;
 use order_consumer::orders::OrderFunction;

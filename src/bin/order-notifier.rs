@@ -3,10 +3,6 @@
 //! as the other functions: configuration, telemetry and clients once per
 //! cold start, plus one read of the webhook URL from SSM.
 
-// The allocator: docs/performance.md, "Where the SDK's time goes".
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use order_consumer::core::bootstrap;
 use order_consumer::notifier::url::{self, WebhookSource};
 use order_consumer::notifier::{NotifierConfig, NotifierFunction};

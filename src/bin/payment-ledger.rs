@@ -3,10 +3,6 @@
 //! `order-consumer`: configuration, telemetry and the client once per cold
 //! start.
 
-// The allocator: docs/performance.md, "Where the SDK's time goes".
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use order_consumer::core::bootstrap;
 use order_consumer::ledger::{LedgerConfig, LedgerFunction};
 
