@@ -31,9 +31,19 @@ DeployOrderNotifier, DeployOrderApi) and, with the order notifier, which SSM Sec
 parameter it reads at cold start (nothing here calls AWS to look for it).
 With DeployOrderNotifier=false no SSM parameter is needed, named or checked.
 
+Lambda Managed Instances: when the values name `CapacityProviderArn`, the
+deployment is the Managed Instances variant of the template
+(scripts/managed_instances.py), and the values are checked against its
+parameters (the ARN's pattern, FunctionMemorySize of at least 2048, ...).
+A function's compute type is fixed when it is created, so Key=Value
+arguments that would switch a stack saved in samconfig.toml to the other
+compute type are refused.
+
 --saved: samconfig.toml must exist (after `sam deploy --guided`).
 --print NAME: on success, print only the resolved value of NAME (for
-  `sam build`, which must build for the Architecture that is deployed).
+  `sam build`, which must build for the Architecture that is deployed);
+  given more than once, the values on one line, separated by spaces, an
+  unset CapacityProviderArn (Lambda's own fleet) as nothing.
 
 `make deploy` (scripts/deploy.sh) runs it; scripts/check_template.py checks
 the same rule for the defaults in CI. Exits 0 when the rule holds, 1 when it
@@ -49,6 +59,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import managed_instances  # noqa: E402 - the variant's parameters, from the one place that defines them
+
 
 class _Loader(yaml.SafeLoader):
     """YAML with CloudFormation's short tags (!Ref, !If, ...) read as None:
@@ -61,10 +74,6 @@ _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
 def template_parameters(path: Path) -> dict[str, dict]:
     doc = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     return doc.get("Parameters", {}) or {}
-
-
-def template_defaults(path: Path) -> dict[str, str]:
-    return {k: str(v["Default"]) for k, v in template_parameters(path).items() if "Default" in v}
 
 
 def source_queue_retention(path: Path) -> dict[str, int]:
@@ -151,18 +160,36 @@ def main() -> int:
     ap.add_argument("template", type=Path)
     ap.add_argument("overrides", nargs="*", help="Key=Value, as sam's --parameter-overrides")
     ap.add_argument("--saved", action="store_true", help="samconfig.toml must exist")
-    ap.add_argument("--print", dest="print_name", metavar="NAME")
+    ap.add_argument("--print", dest="print_names", metavar="NAME", action="append", default=[])
     args = ap.parse_intermixed_args()
+    arn = managed_instances.ARN_PARAMETER
     try:
-        values = template_defaults(args.template)
-        if args.overrides:
-            values |= parse_overrides(args.overrides)
-            source = "the template's defaults and the given overrides"
-        else:
-            values |= saved_overrides(args.template.resolve().parent, args.saved)
-            source = "the template's defaults and samconfig.toml"
         specs = template_parameters(args.template)
+        if args.overrides:
+            given = parse_overrides(args.overrides)
+            source = "the template's defaults and the given overrides"
+            saved = saved_overrides(args.template.resolve().parent, False)
+            if saved and (arn in saved) != (arn in given):
+                print(
+                    f"check_deploy_params: samconfig.toml deploys {'with' if arn in saved else 'without'} {arn}, "
+                    f"these overrides {'with' if arn in given else 'without'} it: a function's compute type "
+                    f"(Lambda Managed Instances or not) is fixed when it is created, so a stack cannot switch. "
+                    f"Give {arn} in PARAMS as samconfig.toml does (PARAMS replace its overrides as a whole), "
+                    f"or deploy another stack.",
+                    file=sys.stderr,
+                )
+                return 1
+        else:
+            given = saved_overrides(args.template.resolve().parent, args.saved)
+            source = "the template's defaults and samconfig.toml"
+        if arn in given:
+            # The Managed Instances variant: its parameters and defaults.
+            specs = managed_instances.variant_parameters(specs)
+            source += " (Lambda Managed Instances)"
+        values = {k: str(v["Default"]) for k, v in specs.items() if "Default" in v} | given
         unknown = sorted(set(values) - set(specs))
+        if unknown and set(unknown) <= set(managed_instances.PARAMETERS):
+            raise ValueError(f"{', '.join(unknown)}: Lambda Managed Instances settings, which need {arn} too")
         if unknown:
             raise ValueError(f"not parameters of {args.template}: {', '.join(unknown)}")
     except Exception as e:  # noqa: BLE001 - any unusable input is exit 2 with its reason
@@ -271,11 +298,24 @@ def main() -> int:
             f"its URL is the stack output OrderApiUrl",
             file=sys.stderr,
         )
-    if args.print_name:
-        if args.print_name not in values:
-            print(f"check_deploy_params: no parameter {args.print_name}", file=sys.stderr)
-            return 2
-        print(values[args.print_name])
+    if arn in values:
+        print(
+            f"check_deploy_params: Lambda Managed Instances: every function on the capacity provider "
+            f"{values[arn]}, up to {values['PerExecutionEnvironmentMaxConcurrency']} invocations per process, "
+            f"{values['FunctionMemorySize']} MB, {values['ExecutionEnvironmentMemoryGiBPerVCpu']} GiB per vCPU",
+            file=sys.stderr,
+        )
+    if args.print_names:
+        printed = []
+        for name in args.print_names:
+            if name in values:
+                printed.append(values[name])
+            elif name == arn:
+                printed.append("")  # Lambda's own fleet
+            else:
+                print(f"check_deploy_params: no parameter {name}", file=sys.stderr)
+                return 2
+        print(" ".join(printed))
     return 0
 
 

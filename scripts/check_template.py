@@ -13,7 +13,10 @@ with FifoQueue=true), so the checks judge what `sam deploy` with those values
 would create: resources and outputs whose Condition is false are not in it.
 `make validate` runs it on the plain translation and once for each
 combination of DeployPaymentLedger, DeployOrderNotifier and DeployOrderApi (on translations
-whose Deploy* conditions translate_template.py --resolve-conditions resolved).
+whose Deploy* conditions translate_template.py --resolve-conditions resolved),
+and on the translation of the Lambda Managed Instances variant
+(scripts/managed_instances.py), where the "compute" check requires every
+function on the CapacityProviderArn capacity provider.
 """
 
 from __future__ import annotations
@@ -423,6 +426,45 @@ def _(m: Model) -> None:
     p = m.props(m.function())
     assert p.get("Runtime") == "provided.al2023", f"Runtime is {p.get('Runtime')!r}"
     assert p.get("Handler") == "bootstrap", f"Handler is {p.get('Handler')!r}"
+
+
+# Lambda Managed Instances (the variant scripts/managed_instances.py writes):
+# what each function's CapacityProviderConfig must name, the smallest
+# function Managed Instances run (2 GB), and what SAM refuses beside it.
+MANAGED_INSTANCES_CONFIG = {
+    "CapacityProviderArn": {"Ref": "CapacityProviderArn"},
+    "PerExecutionEnvironmentMaxConcurrency": {"Ref": "PerExecutionEnvironmentMaxConcurrency"},
+    "ExecutionEnvironmentMemoryGiBPerVCpu": {"Ref": "ExecutionEnvironmentMemoryGiBPerVCpu"},
+}
+MANAGED_INSTANCES_MIN_MEMORY_MB = 2048
+MANAGED_INSTANCES_EXCLUSIVE = ("ProvisionedConcurrencyConfig", "VpcConfig", "ReservedConcurrentExecutions")
+
+
+@check("compute: Lambda's own fleet, or (Managed Instances variant) the CapacityProviderArn provider with every setting a parameter and at least 2 GB")
+def _(m: Model) -> None:
+    fn = m.function()
+    raw = m.res[fn].get("Properties", {})
+    params = m.t.get("Parameters", {})
+    cpc = raw.get("CapacityProviderConfig")
+    if "CapacityProviderArn" not in params:
+        assert cpc is None, f"CapacityProviderConfig {cpc!r} in a template without the CapacityProviderArn parameter"
+        return
+    lmi = (cpc or {}).get("LambdaManagedInstancesCapacityProviderConfig")
+    assert lmi == MANAGED_INSTANCES_CONFIG, f"LambdaManagedInstancesCapacityProviderConfig is {lmi!r}"
+    arn = params["CapacityProviderArn"]
+    assert "Default" not in arn and arn.get("AllowedPattern"), f"CapacityProviderArn must be required and patterned: {arn!r}"
+    mc = params.get("PerExecutionEnvironmentMaxConcurrency", {})
+    assert 1 <= float(mc.get("MinValue", 0)) and float(mc.get("MaxValue", 1e9)) <= 1600, f"PerExecutionEnvironmentMaxConcurrency {mc!r}"
+    ratio = params.get("ExecutionEnvironmentMemoryGiBPerVCpu", {})
+    assert sorted(map(float, ratio.get("AllowedValues", []))) == [2.0, 4.0, 8.0], f"ExecutionEnvironmentMemoryGiBPerVCpu {ratio!r}"
+    mem = raw.get("MemorySize")
+    if isinstance(mem, dict) and "Ref" in mem:
+        spec = params.get(mem["Ref"], {})
+        low = float(spec.get("MinValue", 0))
+        assert low >= MANAGED_INSTANCES_MIN_MEMORY_MB, f"MemorySize's parameter {mem['Ref']} allows {low:g} MB"
+    assert m.defaults.number(mem, "MemorySize") >= MANAGED_INSTANCES_MIN_MEMORY_MB, f"MemorySize {m.defaults.ev(mem)!r}"
+    clash = [p for p in MANAGED_INSTANCES_EXCLUSIVE if p in raw]
+    assert not clash, f"sets {clash} on a capacity provider"
 
 
 @check("event source mapping reports batch item failures (ReportBatchItemFailures)")

@@ -14,6 +14,22 @@ trap 'rm -rf "$TMP"' EXIT
 cat >"$TMP/sam" <<'EOF'
 #!/usr/bin/env bash
 echo "sam $*" >>"$SAM_LOG"
+# A template given to sam: record which functions it puts on which capacity
+# provider (none: Lambda's own fleet), as the transform will see them.
+args=("$@")
+for i in "${!args[@]}"; do
+  if [[ ${args[i]} == --template-file ]]; then
+    python3 - "${args[i + 1]}" >>"$SAM_LOG" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+cpc = t.get("Globals", {}).get("Function", {}).get("CapacityProviderConfig", {})
+fns = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::Serverless::Function"
+       and "CapacityProviderConfig" not in v["Properties"]]
+mem = t["Parameters"]["FunctionMemorySize"]
+print(f"  {sys.argv[1]}: {len(fns)} functions on {cpc.get('Arn')}, memory >= {mem['MinValue']}")
+PY
+  fi
+done
 if [[ " $* " == *" --guided "* && -n "${STUB_SAMCONFIG:-}" ]]; then
   printf '%b' "$STUB_SAMCONFIG" >samconfig.toml
 fi
@@ -127,6 +143,31 @@ later later-deploy-bad-saved 1 "" "$BAD"
 later later-deploy-params-replace-saved 0 "$B Architecture=arm64
 sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \
   PARAMS="FunctionTimeout=10 QueueVisibilityTimeout=60"
+
+# Lambda Managed Instances: CapacityProviderArn selects the variant template
+# (scripts/managed_instances.py), for this deploy and the later ones; its
+# own constraints are checked before the build; a saved stack cannot switch.
+ARN=arn:aws:lambda:eu-west-1:123456789012:capacity-provider:prod
+MI_BUILT="  template.managed-instances.json: 4 functions on {'Ref': 'CapacityProviderArn'}, memory >= 2048"
+MI_SAVED="version = 0.1\n[default.deploy.parameters]\nstack_name = \"s\"\nparameter_overrides = \"CapacityProviderArn=\\\"$ARN\\\"\"\n"
+want_out="Lambda Managed Instances: every function on the capacity provider $ARN, up to 8 invocations per process, 2048 MB" \
+  run_case first-deploy-managed-instances 0 "sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=arm64
+$MI_BUILT
+sam deploy --guided --no-execute-changeset --parameter-overrides CapacityProviderArn=$ARN
+sam deploy" PARAMS="CapacityProviderArn=$ARN" STUB_SAMCONFIG="$MI_SAVED"
+later later-deploy-managed-instances 0 "sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=arm64
+$MI_BUILT
+sam deploy" "$MI_SAVED"
+want_out="FunctionMemorySize=512 is below its MinValue 2048" \
+  run_case first-deploy-managed-instances-below-2gb 1 "" PARAMS="CapacityProviderArn=$ARN FunctionMemorySize=512"
+want_out="CapacityProviderArn='prod' does not match" \
+  run_case first-deploy-bad-capacity-provider-arn 1 "" PARAMS="CapacityProviderArn=prod"
+want_out="PerExecutionEnvironmentMaxConcurrency: Lambda Managed Instances settings, which need CapacityProviderArn too" \
+  run_case first-deploy-managed-instances-setting-alone 1 "" PARAMS="PerExecutionEnvironmentMaxConcurrency=4"
+want_out="a stack cannot switch" \
+  later later-deploy-switch-to-managed-instances 1 "" "$GOOD" PARAMS="CapacityProviderArn=$ARN"
+want_out="a stack cannot switch" \
+  later later-deploy-params-drop-capacity-provider 1 "" "$MI_SAVED" PARAMS="FunctionTimeout=10 QueueVisibilityTimeout=60"
 
 echo "deploy flow checks: $((cases - fails)) of $cases passed"
 exit $((fails > 0))

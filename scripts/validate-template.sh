@@ -5,7 +5,8 @@
 # translation, lint and checks for each combination of DeployPaymentLedger,
 # DeployOrderNotifier and DeployOrderApi, with those conditions resolved (what
 # CloudFormation would create), which also proves that nothing refers to a
-# function that is switched off.
+# function that is switched off; then the same for the Lambda Managed
+# Instances variant of the template (scripts/managed_instances.py).
 #
 # Needs only python3 (with venv) and PyPI access for the first run. No AWS
 # credentials and no AWS API calls are needed. Does not build any Rust.
@@ -89,6 +90,25 @@ for combo in "true true true" "false true true" "true false true" "false false t
 done
 step "all eight combinations"
 printf '  %s\n' "${summary[@]}"
+
+# The Lambda Managed Instances variant (scripts/managed_instances.py; what
+# `make deploy PARAMS="CapacityProviderArn=..."` builds and deploys): the same
+# SAM validation, lint, translation, lint of the translation and policy
+# checks, which there also require every function on the capacity provider.
+MI_TEMPLATE="$OUT_DIR/template.managed-instances.json"
+MI_TRANSLATED="$OUT_DIR/template.managed-instances.translated.json"
+MI_ARN="arn:aws:lambda:us-east-1:123456789012:capacity-provider:example"
+step "Lambda Managed Instances variant -> ${MI_TEMPLATE#"$REPO_ROOT"/}: sam validate --lint, cfn-lint, translate, cfn-lint, policy checks"
+"$VENV/bin/python" scripts/managed_instances.py "$TEMPLATE" "$MI_TEMPLATE"
+SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
+  "$VENV/bin/sam" validate --lint --template-file "$MI_TEMPLATE"
+"$VENV/bin/cfn-lint" --include-checks I -- "$MI_TEMPLATE"
+"$VENV/bin/python" scripts/translate_template.py "$MI_TEMPLATE" "$MI_TRANSLATED"
+"$VENV/bin/cfn-lint" --include-checks I -- "$MI_TRANSLATED"
+rc=0
+"$VENV/bin/python" scripts/check_template.py "$MI_TRANSLATED" CapacityProviderArn="$MI_ARN" >"$MI_TRANSLATED.checks" || rc=$?
+grep -v '^PASS: ' "$MI_TRANSLATED.checks" || true
+((rc == 0)) || { echo "policy checks failed for the Managed Instances variant (all lines: ${MI_TRANSLATED#"$REPO_ROOT"/}.checks)" >&2; exit 1; }
 
 step "make deploy control flow (scripts/test_deploy.sh, sam replaced by a recording stub)"
 bash scripts/test_deploy.sh
