@@ -168,8 +168,10 @@ def main() -> int:
         if args.overrides:
             given = parse_overrides(args.overrides)
             source = "the template's defaults and the given overrides"
-            saved = saved_overrides(args.template.resolve().parent, False)
-            if saved and (arn in saved) != (arn in given):
+            config_dir = args.template.resolve().parent
+            saved = saved_overrides(config_dir, False)
+            # A saved stack without saved overrides is on Lambda's own fleet.
+            if (config_dir / "samconfig.toml").is_file() and (arn in saved) != (arn in given):
                 print(
                     f"check_deploy_params: samconfig.toml deploys {'with' if arn in saved else 'without'} {arn}, "
                     f"these overrides {'with' if arn in given else 'without'} it: a function's compute type "
@@ -299,6 +301,21 @@ def main() -> int:
             file=sys.stderr,
         )
     if arn in values:
+        # Lambda takes whole invocations, and gives a function
+        # FunctionMemorySize / (ratio x 1024) vCPUs, at least one.
+        concurrency, ratio = values["PerExecutionEnvironmentMaxConcurrency"], values["ExecutionEnvironmentMemoryGiBPerVCpu"]
+        if not concurrency.isdigit():
+            print(f"check_deploy_params: PerExecutionEnvironmentMaxConcurrency={concurrency!r} is not a whole number "
+                  f"(values from {source})", file=sys.stderr)
+            return 1
+        if int(values["FunctionMemorySize"]) < float(ratio) * 1024:
+            print(
+                f"check_deploy_params: FunctionMemorySize={values['FunctionMemorySize']} is below one vCPU at "
+                f"ExecutionEnvironmentMemoryGiBPerVCpu={ratio} ({float(ratio) * 1024:g} MB) (values from {source}). "
+                f"Raise FunctionMemorySize or lower the ratio.",
+                file=sys.stderr,
+            )
+            return 1
         print(
             f"check_deploy_params: Lambda Managed Instances: every function on the capacity provider "
             f"{values[arn]}, up to {values['PerExecutionEnvironmentMaxConcurrency']} invocations per process, "

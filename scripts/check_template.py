@@ -437,10 +437,10 @@ MANAGED_INSTANCES_CONFIG = {
     "ExecutionEnvironmentMemoryGiBPerVCpu": {"Ref": "ExecutionEnvironmentMemoryGiBPerVCpu"},
 }
 MANAGED_INSTANCES_MIN_MEMORY_MB = 2048
-MANAGED_INSTANCES_EXCLUSIVE = ("ProvisionedConcurrencyConfig", "VpcConfig", "ReservedConcurrentExecutions")
+MANAGED_INSTANCES_EXCLUSIVE = ("ProvisionedConcurrencyConfig", "VpcConfig")
 
 
-@check("compute: Lambda's own fleet, or (Managed Instances variant) the CapacityProviderArn provider with every setting a parameter and at least 2 GB")
+@check("compute: Lambda's own fleet, or (Managed Instances variant) the CapacityProviderArn provider with every setting a parameter, at least 2 GB, republished on deploy")
 def _(m: Model) -> None:
     fn = m.function()
     raw = m.res[fn].get("Properties", {})
@@ -451,6 +451,8 @@ def _(m: Model) -> None:
         return
     lmi = (cpc or {}).get("LambdaManagedInstancesCapacityProviderConfig")
     assert lmi == MANAGED_INSTANCES_CONFIG, f"LambdaManagedInstancesCapacityProviderConfig is {lmi!r}"
+    # Unqualified invokes run $LATEST.PUBLISHED: a deploy must republish it.
+    assert raw.get("PublishToLatestPublished") is True, f"PublishToLatestPublished is {raw.get('PublishToLatestPublished')!r}"
     arn = params["CapacityProviderArn"]
     assert "Default" not in arn and arn.get("AllowedPattern"), f"CapacityProviderArn must be required and patterned: {arn!r}"
     mc = params.get("PerExecutionEnvironmentMaxConcurrency", {})

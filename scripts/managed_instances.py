@@ -22,7 +22,8 @@ The variant is template.yaml plus:
   AWS_LAMBDA_MAX_CONCURRENCY to it, and the functions serve that many through
   lambda_runtime's run_concurrent) and `ExecutionEnvironmentMemoryGiBPerVCpu`;
 * `Globals.Function.CapacityProviderConfig` naming them, so every function of
-  the stack, present and future, runs on the capacity provider;
+  the stack, present and future, runs on the capacity provider, and
+  `PublishToLatestPublished`, so every deploy publishes what it deploys;
 * `FunctionMemorySize` raised to Managed Instances' minimum, 2 GB.
 
 Everything else (queues, tables, roles, alarms, the Deploy* switches) is the
@@ -47,7 +48,7 @@ MIN_MEMORY_MB = 2048
 # What Lambda accepts as a capacity provider ARN (the CapacityProviderArn
 # pattern of the Lambda API).
 ARN_PATTERN = (
-    r"arn:aws[a-zA-Z-]*:lambda:[a-z]{2}((-gov)|(-iso([a-z]?)))?-[a-z]+-\d{1}:\d{12}"
+    r"arn:aws[a-zA-Z-]*:lambda:(eusc-)?[a-z]{2}((-gov)|(-iso([a-z]?)))?-[a-z]+-\d{1}:\d{12}"
     r":capacity-provider:[a-zA-Z0-9-_]+"
 )
 
@@ -55,6 +56,7 @@ PARAMETERS: dict[str, dict[str, Any]] = {
     ARN_PARAMETER: {
         "Type": "String",
         "AllowedPattern": ARN_PATTERN,
+        "MaxLength": 140,
         "ConstraintDescription": "the ARN of a Lambda capacity provider "
         "(arn:aws:lambda:REGION:ACCOUNT:capacity-provider:NAME)",
         "Description": "The capacity provider every function runs on (Lambda Managed Instances). "
@@ -77,7 +79,7 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "Default": 2,
         "AllowedValues": [2, 4, 8],
         "Description": "GiB of memory per vCPU of an execution environment (2: the most CPU per "
-        "GiB, right for these I/O-bound functions).",
+        "GiB, right for these I/O-bound functions). FunctionMemorySize must give at least one vCPU.",
     },
 }
 
@@ -147,6 +149,11 @@ def variant(template: dict[str, Any], code_uri_prefix: str = "") -> dict[str, An
         "PerExecutionEnvironmentMaxConcurrency": {"Ref": "PerExecutionEnvironmentMaxConcurrency"},
         "ExecutionEnvironmentMemoryGiBPerVCpu": {"Ref": "ExecutionEnvironmentMemoryGiBPerVCpu"},
     }
+    # On Managed Instances an unqualified invoke (the event source mappings',
+    # the HTTP API's) runs $LATEST.PUBLISHED, which CloudFormation creates
+    # with the function. Without this, a later deploy would update $LATEST
+    # only and the old code would go on serving.
+    glob["PublishToLatestPublished"] = True
     return out
 
 

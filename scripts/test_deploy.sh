@@ -22,11 +22,13 @@ for i in "${!args[@]}"; do
     python3 - "${args[i + 1]}" >>"$SAM_LOG" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
-cpc = t.get("Globals", {}).get("Function", {}).get("CapacityProviderConfig", {})
+glob = t.get("Globals", {}).get("Function", {})
+cpc = glob.get("CapacityProviderConfig", {})
 fns = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::Serverless::Function"
        and "CapacityProviderConfig" not in v["Properties"]]
 mem = t["Parameters"]["FunctionMemorySize"]
-print(f"  {sys.argv[1]}: {len(fns)} functions on {cpc.get('Arn')}, memory >= {mem['MinValue']}")
+print(f"  {sys.argv[1]}: {len(fns)} functions on {cpc.get('Arn')}, memory >= {mem['MinValue']}, "
+      f"republished: {glob.get('PublishToLatestPublished')}")
 PY
   fi
 done
@@ -148,7 +150,7 @@ sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "
 # (scripts/managed_instances.py), for this deploy and the later ones; its
 # own constraints are checked before the build; a saved stack cannot switch.
 ARN=arn:aws:lambda:eu-west-1:123456789012:capacity-provider:prod
-MI_BUILT="  template.managed-instances.json: 4 functions on {'Ref': 'CapacityProviderArn'}, memory >= 2048"
+MI_BUILT="  template.managed-instances.json: 4 functions on {'Ref': 'CapacityProviderArn'}, memory >= 2048, republished: True"
 MI_SAVED="version = 0.1\n[default.deploy.parameters]\nstack_name = \"s\"\nparameter_overrides = \"CapacityProviderArn=\\\"$ARN\\\"\"\n"
 want_out="Lambda Managed Instances: every function on the capacity provider $ARN, up to 8 invocations per process, 2048 MB" \
   run_case first-deploy-managed-instances 0 "sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=arm64
@@ -168,6 +170,28 @@ want_out="a stack cannot switch" \
   later later-deploy-switch-to-managed-instances 1 "" "$GOOD" PARAMS="CapacityProviderArn=$ARN"
 want_out="a stack cannot switch" \
   later later-deploy-params-drop-capacity-provider 1 "" "$MI_SAVED" PARAMS="FunctionTimeout=10 QueueVisibilityTimeout=60"
+# A saved stack without saved overrides is on Lambda's own fleet.
+want_out="a stack cannot switch" \
+  later later-deploy-switch-no-saved-overrides 1 "" 'version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\n' \
+  PARAMS="CapacityProviderArn=$ARN"
+# On a Managed Instances stack, PARAMS that keep the provider go through.
+later later-deploy-managed-instances-with-params 0 "sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=arm64
+$MI_BUILT
+sam deploy --parameter-overrides CapacityProviderArn=$ARN FunctionTimeout=10 QueueVisibilityTimeout=60" "$MI_SAVED" \
+  PARAMS="CapacityProviderArn=$ARN FunctionTimeout=10 QueueVisibilityTimeout=60"
+# The guided answers chose another Architecture: rebuilt, from the variant again.
+run_case first-deploy-managed-instances-answers-change-arch 0 "sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=arm64
+$MI_BUILT
+sam deploy --guided --no-execute-changeset --parameter-overrides CapacityProviderArn=$ARN
+sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=x86_64
+$MI_BUILT
+sam deploy" PARAMS="CapacityProviderArn=$ARN" \
+  STUB_SAMCONFIG="version = 0.1\n[default.deploy.parameters]\nparameter_overrides = \"Architecture=x86_64 CapacityProviderArn=$ARN\"\n"
+# At least one vCPU: FunctionMemorySize >= ratio x 1024; whole invocations.
+want_out="FunctionMemorySize=2048 is below one vCPU at ExecutionEnvironmentMemoryGiBPerVCpu=8" \
+  run_case first-deploy-managed-instances-ratio-above-memory 1 "" PARAMS="CapacityProviderArn=$ARN ExecutionEnvironmentMemoryGiBPerVCpu=8"
+want_out="PerExecutionEnvironmentMaxConcurrency='2.5' is not a whole number" \
+  run_case first-deploy-managed-instances-fractional-concurrency 1 "" PARAMS="CapacityProviderArn=$ARN PerExecutionEnvironmentMaxConcurrency=2.5"
 
 echo "deploy flow checks: $((cases - fails)) of $cases passed"
 exit $((fails > 0))

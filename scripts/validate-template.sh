@@ -100,6 +100,18 @@ MI_TRANSLATED="$OUT_DIR/template.managed-instances.translated.json"
 MI_ARN="arn:aws:lambda:us-east-1:123456789012:capacity-provider:example"
 step "Lambda Managed Instances variant -> ${MI_TEMPLATE#"$REPO_ROOT"/}: sam validate --lint, cfn-lint, translate, cfn-lint, policy checks"
 "$VENV/bin/python" scripts/managed_instances.py "$TEMPLATE" "$MI_TEMPLATE"
+# Written elsewhere than template.yaml, its CodeUri must still name this folder
+# (what `sam build` builds with cargo-lambda); the translation hides it.
+"$VENV/bin/python" - "$MI_TEMPLATE" "$(dirname "$(realpath "$TEMPLATE")")" <<'PY'
+import json, os, sys
+path, want = sys.argv[1], sys.argv[2]
+t = json.load(open(path))
+bad = {k: v["Properties"].get("CodeUri") for k, v in t["Resources"].items()
+       if v["Type"] == "AWS::Serverless::Function"
+       and os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), str(v["Properties"].get("CodeUri")))) != want}
+if bad:
+    sys.exit(f"{path}: CodeUri does not lead back to {want}: {bad}")
+PY
 SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
   "$VENV/bin/sam" validate --lint --template-file "$MI_TEMPLATE"
 "$VENV/bin/cfn-lint" --include-checks I -- "$MI_TEMPLATE"
