@@ -163,12 +163,12 @@ def main() -> int:
     ap.add_argument("--print", dest="print_names", metavar="NAME", action="append", default=[])
     args = ap.parse_intermixed_args()
     arn = managed_instances.ARN_PARAMETER
+    config_dir = args.template.resolve().parent
     try:
         specs = template_parameters(args.template)
         if args.overrides:
             given = parse_overrides(args.overrides)
             source = "the template's defaults and the given overrides"
-            config_dir = args.template.resolve().parent
             saved = saved_overrides(config_dir, False)
             # A saved stack without saved overrides is on Lambda's own fleet.
             if (config_dir / "samconfig.toml").is_file() and (arn in saved) != (arn in given):
@@ -182,7 +182,7 @@ def main() -> int:
                 )
                 return 1
         else:
-            given = saved_overrides(args.template.resolve().parent, args.saved)
+            given = saved_overrides(config_dir, args.saved)
             source = "the template's defaults and samconfig.toml"
         if arn in given:
             # The Managed Instances variant: its parameters and defaults.

@@ -431,6 +431,8 @@ def _(m: Model) -> None:
 # Lambda Managed Instances (the variant scripts/managed_instances.py writes):
 # what each function's CapacityProviderConfig must name, the smallest
 # function Managed Instances run (2 GB), and what SAM refuses beside it.
+# Written out here, not imported from the generator, so that the check
+# states the expectation instead of repeating the generator's choices.
 MANAGED_INSTANCES_CONFIG = {
     "CapacityProviderArn": {"Ref": "CapacityProviderArn"},
     "PerExecutionEnvironmentMaxConcurrency": {"Ref": "PerExecutionEnvironmentMaxConcurrency"},

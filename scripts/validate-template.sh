@@ -45,26 +45,39 @@ else
   step "pinned tools already installed (stamp: .venv/$(basename "$STAMP"))"
 fi
 
-step "sam validate --lint ($TEMPLATE)"
-SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
-  "$VENV/bin/sam" validate --lint --template-file "$TEMPLATE"
+# A SAM template: sam validate --lint and cfn-lint on it, its offline
+# translation to plain CloudFormation, and cfn-lint on that.
+lint_and_translate() {  # SAM template, translation to write
+  local sam=$1 translated=$2
+  step "sam validate --lint ($sam)"
+  SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
+    "$VENV/bin/sam" validate --lint --template-file "$sam"
+  # --include-checks I: informational findings (e.g. I3011, missing
+  # DeletionPolicy on stateful resources) are opt-in in cfn-lint; keep them at
+  # zero too. Any accepted finding must be suppressed on its resource with
+  # Metadata.cfn-lint.config.ignore_checks and listed in docs/deployment.md ("Template checks").
+  step "cfn-lint --include-checks I $sam"
+  "$VENV/bin/cfn-lint" --include-checks I -- "$sam"
+  step "translating SAM -> CloudFormation offline -> ${translated#"$REPO_ROOT"/}"
+  mkdir -p "$OUT_DIR"
+  "$VENV/bin/python" scripts/translate_template.py "$sam" "$translated"
+  step "cfn-lint --include-checks I ${translated#"$REPO_ROOT"/}"
+  "$VENV/bin/cfn-lint" --include-checks I -- "$translated"
+}
 
-# --include-checks I: informational findings (e.g. I3011, missing
-# DeletionPolicy on stateful resources) are opt-in in cfn-lint; keep them at
-# zero too. Any accepted finding must be suppressed on its resource with
-# Metadata.cfn-lint.config.ignore_checks and listed in docs/deployment.md ("Template checks").
-step "cfn-lint --include-checks I $TEMPLATE"
-"$VENV/bin/cfn-lint" --include-checks I -- "$TEMPLATE"
+# scripts/check_template.py on a translation, with Key=Value parameter
+# values: shows the FAIL lines and the count; every line is in FILE.checks.
+policy_checks() {  # translation, Key=Value...
+  local translated=$1 rc=0
+  shift
+  "$VENV/bin/python" scripts/check_template.py "$translated" "$@" >"$translated.checks" || rc=$?
+  grep -v '^PASS: ' "$translated.checks" || true
+  ((rc == 0)) || { echo "policy checks failed${*:+ for $*} (all lines: ${translated#"$REPO_ROOT"/}.checks)" >&2; exit 1; }
+}
 
-step "translating SAM -> CloudFormation offline -> ${TRANSLATED#"$REPO_ROOT"/}"
-mkdir -p "$OUT_DIR"
-"$VENV/bin/python" scripts/translate_template.py "$TEMPLATE" "$TRANSLATED"
-
-step "cfn-lint --include-checks I ${TRANSLATED#"$REPO_ROOT"/}"
-"$VENV/bin/cfn-lint" --include-checks I -- "$TRANSLATED"
-
+lint_and_translate "$TEMPLATE" "$TRANSLATED"
 step "policy checks on the translated template"
-"$VENV/bin/python" scripts/check_template.py "$TRANSLATED"
+policy_checks "$TRANSLATED"
 
 # The eight deployments the Deploy* parameters allow (all on, all off, each
 # optional function off alone, and the rest). W2001 (parameter not
@@ -82,10 +95,7 @@ for combo in "true true true" "false true true" "true false true" "false false t
   step "${params[*]}: translate with the conditions resolved, cfn-lint, policy checks"
   "$VENV/bin/python" scripts/translate_template.py --resolve-conditions "$TEMPLATE" "$out" "${params[@]}"
   "$VENV/bin/cfn-lint" --include-checks I --ignore-checks W2001 -- "$out"
-  rc=0
-  "$VENV/bin/python" scripts/check_template.py "$out" "${params[@]}" >"$out.checks" || rc=$?
-  grep -v '^PASS: ' "$out.checks" || true   # the FAIL lines and the count
-  ((rc == 0)) || { echo "policy checks failed for ${params[*]} (all lines: ${out#"$REPO_ROOT"/}.checks)" >&2; exit 1; }
+  policy_checks "$out" "${params[@]}"
   summary+=("$(tail -n 1 "$out.checks")")
 done
 step "all eight combinations"
@@ -98,7 +108,7 @@ printf '  %s\n' "${summary[@]}"
 MI_TEMPLATE="$OUT_DIR/template.managed-instances.json"
 MI_TRANSLATED="$OUT_DIR/template.managed-instances.translated.json"
 MI_ARN="arn:aws:lambda:us-east-1:123456789012:capacity-provider:example"
-step "Lambda Managed Instances variant -> ${MI_TEMPLATE#"$REPO_ROOT"/}: sam validate --lint, cfn-lint, translate, cfn-lint, policy checks"
+step "Lambda Managed Instances variant -> ${MI_TEMPLATE#"$REPO_ROOT"/}"
 "$VENV/bin/python" scripts/managed_instances.py "$TEMPLATE" "$MI_TEMPLATE"
 # Written elsewhere than template.yaml, its CodeUri must still name this folder
 # (what `sam build` builds with cargo-lambda); the translation hides it.
@@ -112,15 +122,9 @@ bad = {k: v["Properties"].get("CodeUri") for k, v in t["Resources"].items()
 if bad:
     sys.exit(f"{path}: CodeUri does not lead back to {want}: {bad}")
 PY
-SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
-  "$VENV/bin/sam" validate --lint --template-file "$MI_TEMPLATE"
-"$VENV/bin/cfn-lint" --include-checks I -- "$MI_TEMPLATE"
-"$VENV/bin/python" scripts/translate_template.py "$MI_TEMPLATE" "$MI_TRANSLATED"
-"$VENV/bin/cfn-lint" --include-checks I -- "$MI_TRANSLATED"
-rc=0
-"$VENV/bin/python" scripts/check_template.py "$MI_TRANSLATED" CapacityProviderArn="$MI_ARN" >"$MI_TRANSLATED.checks" || rc=$?
-grep -v '^PASS: ' "$MI_TRANSLATED.checks" || true
-((rc == 0)) || { echo "policy checks failed for the Managed Instances variant (all lines: ${MI_TRANSLATED#"$REPO_ROOT"/}.checks)" >&2; exit 1; }
+lint_and_translate "$MI_TEMPLATE" "$MI_TRANSLATED"
+step "policy checks on the translated Managed Instances variant"
+policy_checks "$MI_TRANSLATED" CapacityProviderArn="$MI_ARN"
 
 step "make deploy control flow (scripts/test_deploy.sh, sam replaced by a recording stub)"
 bash scripts/test_deploy.sh
