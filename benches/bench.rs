@@ -377,6 +377,7 @@ fn cpu_per_message(r: &mut Report) {
         last_event_id: "x".into(),
         event_hash: "y".into(),
         processed_hashes: (1..=4).map(|seq| format!("{seq}:y")).collect(),
+        rejected_events: vec![],
     };
     let batch = batch_of(&lifecycle_bodies(1_000, "cpu"));
 

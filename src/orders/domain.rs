@@ -39,14 +39,6 @@ impl Status {
             Status::Cancelled => "CANCELLED",
         }
     }
-
-    /// No event can ever apply to an order in this status. Derived from
-    /// [`EventKind::requires`].
-    pub fn is_terminal(self) -> bool {
-        !EventKind::ALL
-            .into_iter()
-            .any(|kind| matches!(kind.requires(), Requires::StatusIn(from) if from.contains(&self)))
-    }
 }
 
 impl std::fmt::Display for Status {
@@ -102,6 +94,38 @@ pub struct OrderSnapshot {
     /// it was kept: their older seqs are Stale as before.
     #[serde(default)]
     pub processed_hashes: Vec<String>,
+    /// The eventIds of the latest recorded rejections, at most
+    /// [`MAX_REJECTED_EVENTS`] (older ones are only counted, in
+    /// `rejected_count`).
+    #[serde(default)]
+    pub rejected_events: Vec<String>,
+}
+
+/// How many `processed_hashes` entries (about 55 bytes each) a rejection's
+/// write keeps: the latest ones. Applied events only append (at most one per
+/// transition: the state machine has no cycles), but rejections in turn are
+/// unbounded, and an item may not grow past DynamoDB's 400 KB. A changed
+/// payload under a seq older than the window reads as Stale instead of
+/// Conflict: the seq is still known to be processed, so nothing is
+/// acknowledged that was not.
+pub const MAX_PROCESSED_HASHES: usize = 64;
+
+/// How many rejected eventIds (at most 256 bytes each) an order keeps; every
+/// rejection is counted in `rejected_count`.
+pub const MAX_REJECTED_EVENTS: usize = 32;
+
+/// The list a rejection's write stores: the latest `max - 1` entries of
+/// `observed` and `new` after them. `observed` is the stored list the write
+/// is conditional on (its `last_event_seq` unchanged means the list is
+/// unchanged too: every write moves the seq), so the window replaces it
+/// whole instead of appending, which is what keeps the item bounded.
+pub fn window_after(observed: &[String], new: String, max: usize) -> Vec<String> {
+    let keep = max.saturating_sub(1);
+    let from = observed.len().saturating_sub(keep);
+    let mut out = Vec::with_capacity(observed.len() - from + 1);
+    out.extend_from_slice(&observed[from..]);
+    out.push(new);
+    out
 }
 
 impl OrderSnapshot {
@@ -260,8 +284,9 @@ impl std::fmt::Display for Outcome {
 ///
 /// Sequence numbers are contiguous per order: an event applies only when it
 /// is the order's next one (`last_event_seq = seq - 1`), so every seq at or
-/// below `last_event_seq` was processed (applied, or rejected and recorded by
-/// [`rejection_spends_seq`]). That is what makes acknowledging Stale safe: a
+/// below `last_event_seq` was processed (applied, or rejected and recorded:
+/// an event is Rejected only in its turn, and acknowledged only once its seq
+/// is spent). That is what makes acknowledging Stale safe: a
 /// superseded event is one whose turn has passed, never one whose effect was
 /// skipped because a later event overtook it.
 pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> Outcome {
@@ -316,17 +341,15 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
         };
     }
     // A gap: a predecessor has not been processed yet. Wait for it (Early),
-    // unless the order is in a status from which no event can ever apply.
-    // Deciding "rejected" at a gap would be premature otherwise: the
-    // predecessors may move the order on, and this event must spend its seq
-    // in turn so that its successors are not held up.
-    if cur.status.is_terminal() {
-        rejected
-    } else {
-        Outcome::Early {
-            current: Some(cur.status),
-            event: kind,
-        }
+    // whatever the status, even one from which nothing can ever apply: a
+    // rejection is recorded on the order (its seq spent) and that can only
+    // happen in its turn. Rejecting here would acknowledge the event without
+    // recording it, so the final item would depend on the delivery order
+    // (delivered before its turn: forgotten; in its turn or redelivered:
+    // recorded).
+    Outcome::Early {
+        current: Some(cur.status),
+        event: kind,
     }
 }
 
@@ -349,15 +372,6 @@ fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
             last_seq: cur.last_event_seq,
         },
     }
-}
-
-/// Must a Rejected `event` be recorded on the order before it is
-/// acknowledged? Yes when it is the order's next event: its seq is then
-/// spent (stored as `last_event_seq`), so that the events after it are not
-/// held up waiting for a predecessor that will never apply. A rejection at a
-/// gap (only possible in a terminal status) changes nothing that matters.
-pub fn rejection_spends_seq(event: &OrderEvent, current: &OrderSnapshot) -> bool {
-    event.seq.get() == current.last_event_seq.saturating_add(1)
 }
 
 #[cfg(test)]
@@ -388,6 +402,7 @@ mod tests {
             last_event_id: last.event_id.to_string(),
             event_hash: last.content_hash(),
             processed_hashes: vec![processed_entry(last)],
+            rejected_events: vec![],
         }
     }
 
@@ -462,18 +477,6 @@ mod tests {
             classify_refusal(&replaced, Some(&cur)),
             Outcome::Rejected { .. }
         ));
-        assert!(rejection_spends_seq(&replaced, &cur));
-    }
-
-    #[test]
-    fn terminal_statuses_are_derived_from_the_transition_table() {
-        use Status::*;
-        for s in [Delivered, Cancelled] {
-            assert!(s.is_terminal(), "{s}");
-        }
-        for s in [Placed, Paid, Shipped] {
-            assert!(!s.is_terminal(), "{s}");
-        }
     }
 
     #[test]
@@ -529,7 +532,7 @@ mod tests {
     }
 
     #[test]
-    fn rejected_when_the_transition_can_never_become_legal() {
+    fn rejected_in_its_turn_when_the_transition_can_never_become_legal() {
         let cancelled = event("OrderCancelled", 2, "e2");
         let cur = snap(Status::Cancelled, 2, &cancelled);
         for k in [
@@ -541,10 +544,10 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    classify_refusal(&event(k, 9, "x"), Some(&cur)),
+                    classify_refusal(&event(k, 3, "x"), Some(&cur)),
                     Outcome::Rejected { .. }
                 ),
-                "{k} on CANCELLED"
+                "{k} on CANCELLED, in its turn"
             );
         }
         let shipped = event("OrderShipped", 3, "e3");
@@ -556,6 +559,27 @@ mod tests {
                 event: EventKind::Cancelled
             }
         ));
+    }
+
+    #[test]
+    fn before_its_turn_an_event_waits_even_on_a_finished_order() {
+        // Issue 27, item 1: on a CANCELLED order at seq 2, OrderPaid seq 4
+        // arriving before seq 3 was rejected at the gap and acknowledged
+        // without being recorded, so the final item depended on the
+        // delivery order. Nothing can apply to CANCELLED, but the event must
+        // still wait for its turn, where its rejection is recorded.
+        let cancelled = event("OrderCancelled", 2, "e2");
+        let cur = snap(Status::Cancelled, 2, &cancelled);
+        for k in ["OrderPaid", "OrderShipped", "OrderPlaced", "OrderCancelled"] {
+            assert_eq!(
+                classify_refusal(&event(k, 4, "x"), Some(&cur)),
+                Outcome::Early {
+                    current: Some(Status::Cancelled),
+                    event: event(k, 4, "x").kind()
+                },
+                "{k} at a gap on CANCELLED"
+            );
+        }
     }
 
     #[test]
@@ -601,7 +625,6 @@ mod tests {
                 },
                 "{k}"
             );
-            assert!(rejection_spends_seq(&ev, &cur));
         }
         // A legal next event that was refused anyway: the item changed under
         // us; retry rather than guess.
@@ -609,10 +632,20 @@ mod tests {
             classify_refusal(&event("OrderPaid", 2, "e2"), Some(&cur)),
             Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
         );
-        // Rejections at a gap (terminal status) spend nothing.
-        let cancelled = event("OrderCancelled", 2, "c");
-        let cur = snap(Status::Cancelled, 2, &cancelled);
-        assert!(!rejection_spends_seq(&event("OrderShipped", 7, "x"), &cur));
+    }
+
+    #[test]
+    fn a_rejections_window_keeps_the_latest_entries_and_the_new_one() {
+        let list = |r: std::ops::Range<u32>| r.map(|i| i.to_string()).collect::<Vec<_>>();
+        assert_eq!(window_after(&[], "n".into(), 3), ["n"]);
+        assert_eq!(window_after(&list(0..2), "n".into(), 3), ["0", "1", "n"]);
+        assert_eq!(window_after(&list(0..3), "n".into(), 3), ["1", "2", "n"]);
+        // A legacy item far over the bound shrinks to it at once.
+        assert_eq!(
+            window_after(&list(0..100), "n".into(), 3),
+            ["98", "99", "n"]
+        );
+        assert_eq!(window_after(&list(0..5), "n".into(), 1), ["n"]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::core::error::StoreError;
 use crate::core::function::Function;
 use crate::core::outcome::{Unsettled, Verdict};
 use cache::{Committed, DedupeCache};
-use domain::{OrderSnapshot, Outcome, classify_refusal, rejection_spends_seq};
+use domain::{OrderSnapshot, Outcome, classify_refusal};
 use event::{OrderEvent, ParseError, parse_body};
 use store::{OrderStore, Write};
 
@@ -125,13 +125,12 @@ impl Handler for OrderHandler {
             Err(failed) => return failed,
         };
         let outcome = classify_refusal(ev, refused.as_ref());
-        let Some(observed) = refused.filter(|cur| {
-            matches!(outcome, Outcome::Rejected { .. }) && rejection_spends_seq(ev, cur)
-        }) else {
+        // An event is Rejected only in its turn, and acknowledged only once
+        // its seq is spent (the rejection recorded), or the events after it
+        // would wait for it forever.
+        let Some(observed) = refused.filter(|_| matches!(outcome, Outcome::Rejected { .. })) else {
             return outcome;
         };
-        // A rejected next event is acknowledged only once its seq is spent,
-        // or the events after it would wait for it forever.
         match self.learn(ev, self.store.record_rejection(ev, &observed).await) {
             Ok(None) => outcome,
             // The order moved on meanwhile (most likely another invocation

@@ -19,7 +19,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use crate::core::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
 use crate::core::error::StoreError;
 use crate::core::time::rfc3339;
-use crate::orders::domain::{OrderSnapshot, OrderView, Requires, processed_entry_with};
+use crate::orders::domain::{
+    MAX_PROCESSED_HASHES, MAX_REJECTED_EVENTS, OrderSnapshot, OrderView, Requires,
+    processed_entry_with, window_after,
+};
 use crate::orders::event::{OrderEvent, Payload};
 
 /// The table's hash key.
@@ -70,23 +73,35 @@ impl OrderStore {
     ) -> Result<Write, StoreError> {
         // Hashed once, for `event_hash` and the processed_hashes entry.
         let hash = event.content_hash();
+        // Both lists are replaced by bounded windows of what was observed
+        // (the condition below guarantees it is still what is stored), so
+        // an order that keeps receiving illegal events stays far below
+        // DynamoDB's 400 KB item limit.
+        let strings =
+            |v: Vec<String>| AttributeValue::L(v.into_iter().map(AttributeValue::S).collect());
+        let processed = window_after(
+            &observed.processed_hashes,
+            processed_entry_with(event, &hash),
+            MAX_PROCESSED_HASHES,
+        );
+        let rejected = window_after(
+            &observed.rejected_events,
+            event.event_id.to_string(),
+            MAX_REJECTED_EVENTS,
+        );
         let values = HashMap::from([
             (":observed".to_owned(), s(observed.status.as_str())),
             (":prev".to_owned(), n(observed.last_event_seq)),
             (":seq".to_owned(), n(event.seq.get())),
             (":eid".to_owned(), s(event.event_id.as_str())),
             (":type".to_owned(), s(event.kind().as_str())),
-            (
-                ":ph".to_owned(),
-                AttributeValue::L(vec![AttributeValue::S(processed_entry_with(event, &hash))]),
-            ),
+            (":ph".to_owned(), strings(processed)),
+            (":rej".to_owned(), strings(rejected)),
+            // Items from before the count was kept start from their list.
+            (":counted".to_owned(), n(observed.rejected_events.len())),
+            (":one".to_owned(), n(1)),
             (":hash".to_owned(), AttributeValue::S(hash)),
             (":now".to_owned(), s(&rfc3339(SystemTime::now()))),
-            (":nil".to_owned(), AttributeValue::L(vec![])),
-            (
-                ":eidl".to_owned(),
-                AttributeValue::L(vec![s(event.event_id.as_str())]),
-            ),
         ]);
         let request = self
             .client
@@ -95,12 +110,13 @@ impl OrderStore {
             .key(KEY, s(event.order_id.as_str()))
             // `last_event_*` describe the last event *processed*; `history`
             // stays the list of applied events and `rejected_events` gets
-            // this one, so an audit can tell them apart.
+            // this one (the latest ones; `rejected_count` counts them all),
+            // so an audit can tell them apart.
             .update_expression(
                 "SET last_event_seq = :seq, last_event_id = :eid, last_event_type = :type, \
-                 event_hash = :hash, updated_at = :now, \
-                 rejected_events = list_append(if_not_exists(rejected_events, :nil), :eidl), \
-                 processed_hashes = list_append(if_not_exists(processed_hashes, :nil), :ph)",
+                 event_hash = :hash, updated_at = :now, rejected_events = :rej, \
+                 rejected_count = if_not_exists(rejected_count, :counted) + :one, \
+                 processed_hashes = :ph",
             )
             .condition_expression("#st = :observed AND last_event_seq = :prev")
             .expression_attribute_names("#st", "status")

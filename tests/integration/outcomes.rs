@@ -530,3 +530,118 @@ async fn a_gap_waits_even_for_an_event_that_will_be_rejected() {
     assert_eq!(db.history("ord-1").await, ["e1", "e2"]);
     assert_eq!(db.rejected("ord-1").await, ["e3", "e4"]);
 }
+
+#[tokio::test]
+async fn a_rejection_before_its_turn_waits_for_it_on_a_finished_order() {
+    // Issue 27, item 1: CANCELLED at seq 2; OrderPaid(4) arrives before
+    // OrderShipped(3). Both can never apply, but Paid(4) must not be
+    // acknowledged before its turn: it would be forgotten, and the final
+    // item would depend on the delivery order.
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 1, "OrderPlaced", "e1"),
+            body("ord-1", 2, "OrderCancelled", "e2"),
+        ]),
+    )
+    .await;
+    let (report, failed) = run(&c, &batch_of(&[body("ord-1", 4, "OrderPaid", "e4")])).await;
+    assert_eq!(labels(&report), ["Early"]);
+    assert_eq!(failed, ["m-0"], "not acknowledged before its turn");
+    assert!(db.rejected("ord-1").await.is_empty());
+
+    let (report, failed) = run(
+        &c,
+        &batch_of(&[
+            body("ord-1", 3, "OrderShipped", "e3"),
+            body("ord-1", 4, "OrderPaid", "e4"),
+        ]),
+    )
+    .await;
+    assert_eq!(labels(&report), ["Rejected", "Rejected"]);
+    assert!(failed.is_empty());
+    // The same item as when both arrive in turn.
+    assert_eq!(db.rejected("ord-1").await, ["e3", "e4"]);
+    assert_eq!(s(&db.item("ord-1").await.unwrap(), "last_event_seq"), "4");
+    assert_eq!(db.status("ord-1").await.as_deref(), Some("CANCELLED"));
+}
+
+#[tokio::test]
+async fn an_order_stays_bounded_under_thousands_of_rejected_events() {
+    // Issue 27, item 5: every in-turn rejection appended to
+    // `processed_hashes` and `rejected_events`; with 256-byte eventIds a
+    // finished order passed DynamoDB's 400 KB item limit (which the local
+    // server enforces) after about 1,300 of them, and every later write for
+    // it failed. The lists are now windows; `rejected_count` counts all.
+    // The item starts as an order that already went through 1,250 such
+    // rejections under the old code (about 370 KB): the new code shrinks
+    // it, and keeps it bounded through 150 more.
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    use order_consumer::orders::domain::{MAX_PROCESSED_HASHES, MAX_REJECTED_EVENTS};
+    const BEFORE: u64 = 1_250;
+    const EVENTS: u64 = 150;
+    let db = TestDb::new().await;
+    let c = db.consumer();
+    let id = |seq: u64| format!("{seq:0>256}");
+    let list = |f: &dyn Fn(u64) -> String| A::L((3..3 + BEFORE).map(|q| A::S(f(q))).collect());
+    let seeded = 2 + BEFORE;
+    db.client
+        .put_item()
+        .table_name(&db.table)
+        .item("order_id", A::S("ord-1".into()))
+        .item("status", A::S("CANCELLED".into()))
+        .item("last_event_seq", A::N(seeded.to_string()))
+        .item("last_event_id", A::S(id(seeded)))
+        .item("last_event_type", A::S("OrderShipped".into()))
+        .item("event_hash", A::S(format!("{:032}", seeded)))
+        .item("history", A::L(vec![A::S(id(1)), A::S(id(2))]))
+        .item("rejected_events", list(&|q| id(q)))
+        .item("processed_hashes", list(&|q| format!("{q}:{q:032}")))
+        .send()
+        .await
+        .expect("seed the grown item");
+
+    let mut seq = seeded + 1;
+    let last = seeded + EVENTS;
+    while seq <= last {
+        let bodies: Vec<_> = (seq..(seq + 10).min(last + 1))
+            .map(|s| body("ord-1", s, "OrderShipped", &id(s)))
+            .collect();
+        let (report, failed) = run(&c, &batch_of(&bodies)).await;
+        assert!(
+            failed.is_empty(),
+            "seq {seq}: {:?}",
+            report.outcomes().map(|o| o.to_string()).collect::<Vec<_>>()
+        );
+        seq += bodies.len() as u64;
+    }
+    let item = db.item("ord-1").await.expect("item");
+    assert_eq!(s(&item, "last_event_seq"), last.to_string());
+    assert_eq!(s(&item, "rejected_count"), (BEFORE + EVENTS).to_string());
+    let rejected = db.rejected("ord-1").await;
+    let expected: Vec<String> = (last + 1 - MAX_REJECTED_EVENTS as u64..=last)
+        .map(id)
+        .collect();
+    assert_eq!(rejected, expected, "the latest rejections, in seq order");
+    let hashes = item["processed_hashes"].as_l().expect("a list");
+    assert_eq!(hashes.len(), MAX_PROCESSED_HASHES);
+
+    // The window decides nothing about acknowledgement: the latest event
+    // again is a Duplicate, one whose hash left the window Stale, one still
+    // in the window with another payload a Conflict.
+    let mut changed = body("ord-1", last - 1, "OrderShipped", &id(last - 1));
+    changed["data"]["carrier"] = json!("Other");
+    let (report, failed) = run(
+        &c,
+        &batch_of(&[
+            body("ord-1", last, "OrderShipped", &id(last)),
+            body("ord-1", seeded + 1, "OrderShipped", &id(seeded + 1)),
+            changed,
+        ]),
+    )
+    .await;
+    assert_eq!(labels(&report), ["Duplicate", "Stale", "Conflict"]);
+    assert_eq!(failed, ["m-2"]);
+}

@@ -46,16 +46,20 @@ impl Db {
     }
 
     pub async fn item(&self, order_id: &str) -> Option<Item> {
-        let out = self
-            .client
+        self.raw(order_id).await.map(|i| to_item(&i))
+    }
+
+    /// One order item as stored.
+    pub async fn raw(&self, order_id: &str) -> Option<HashMap<String, AttributeValue>> {
+        self.client
             .get_item()
             .table_name(&self.table)
             .key("order_id", AttributeValue::S(order_id.into()))
             .consistent_read(true)
             .send()
             .await
-            .expect("GetItem (direct to dynoxide)");
-        out.item.map(|i| to_item(&i))
+            .expect("GetItem (direct to dynoxide)")
+            .item
     }
 
     /// Write an order item as if `event_id`, an OrderPlaced at `seq`, had

@@ -315,8 +315,12 @@ fn ack_justified(outcome: &str, event_id: &str, seq: u64, item: Option<&Item>) -
     match outcome {
         "Applied" | "Duplicate" => item.history.iter().any(|h| h == event_id),
         "Stale" => item.last_event_seq.parse::<u64>().is_ok_and(|s| s > seq),
-        // A second OrderPlaced, or a transition the state can never reach.
-        "Rejected" => true,
+        // A second OrderPlaced, or a transition the state can never reach:
+        // acknowledged only once recorded in its turn (its seq spent).
+        "Rejected" => {
+            item.rejected.iter().any(|r| r == event_id)
+                && item.last_event_seq.parse::<u64>().is_ok_and(|s| s >= seq)
+        }
         _ => false,
     }
 }

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::db::{Db, Item};
 use crate::sqs::{Audit, Queue, Settled};
+use order_consumer::orders::domain::MAX_REJECTED_EVENTS;
 use order_consumer::testing::rng::Rng;
 
 /// The valid event streams an order can have.
@@ -43,6 +44,28 @@ impl Lifecycle {
         Lifecycle::CancelledUnpaid,
         Lifecycle::CancelledAfterPayment,
     ];
+
+    /// Event types that can never apply once the lifecycle is over: every
+    /// one on a finished order, the ones its last status does not allow
+    /// otherwise. A rejection changes nothing but the seq, so any sequence
+    /// of them is rejected, each in its turn.
+    pub fn illegal_after(self) -> &'static [&'static str] {
+        const ALL: &[&str] = &[
+            "OrderPlaced",
+            "OrderPaid",
+            "OrderShipped",
+            "OrderDelivered",
+            "OrderCancelled",
+        ];
+        match self {
+            Lifecycle::Placed => &["OrderPlaced", "OrderShipped", "OrderDelivered"],
+            Lifecycle::Paid => &["OrderPlaced", "OrderPaid", "OrderDelivered"],
+            Lifecycle::Shipped => &["OrderPlaced", "OrderPaid", "OrderShipped", "OrderCancelled"],
+            Lifecycle::Delivered
+            | Lifecycle::CancelledUnpaid
+            | Lifecycle::CancelledAfterPayment => ALL,
+        }
+    }
 
     pub fn kinds(self) -> &'static [&'static str] {
         match self {
@@ -81,12 +104,13 @@ pub struct Event {
 pub struct Order {
     pub order_id: String,
     pub events: Vec<Event>,
-    /// An OrderPlaced the producer sent again, with a new eventId and the
-    /// seq after the order's last event (events/07's `evt-1001-replaced`).
-    /// It arrives in any order; it must never found the order (its turn
-    /// comes after the last event), and in its turn it is rejected and
-    /// spends its seq.
-    pub replacement: Option<Event>,
+    /// Events after the order's last one that can never apply (producer
+    /// bugs): a replacement OrderPlaced the producer sent again with a new
+    /// eventId (events/07's `evt-1001-replaced`), an OrderPaid after the
+    /// cancellation. They arrive in any order, with copies; each must wait
+    /// for its turn (never found the order, never be forgotten at a gap),
+    /// and in its turn be rejected and spend its seq.
+    pub extras: Vec<Event>,
 }
 
 /// An event body as a producer sends it.
@@ -133,42 +157,46 @@ impl Order {
         Order {
             order_id,
             events,
-            replacement: None,
+            extras: Vec::new(),
         }
     }
 
-    /// The same order, with a replacement OrderPlaced after its last event.
-    pub fn with_replacement(mut self) -> Order {
-        let seq = self.events.last().map_or(1, |e| e.seq) + 1;
-        let event_id = format!("evt-{}-replaced", self.order_id);
-        self.replacement = Some(Event {
-            body: body(&self.order_id, &event_id, seq, "OrderPlaced", 1),
-            order_id: self.order_id.clone(),
-            event_id,
-            seq,
-            kind: "OrderPlaced",
-        });
+    /// The same order, with events of `kinds` after its last event (each
+    /// illegal there: see [`Lifecycle::illegal_after`]).
+    pub fn with_extras(mut self, kinds: &[&'static str]) -> Order {
+        for &kind in kinds {
+            let seq = self.sent().last().map_or(1, |e| e.seq) + 1;
+            let event_id = format!("evt-{}-x{seq}", self.order_id);
+            self.extras.push(Event {
+                body: body(&self.order_id, &event_id, seq, kind, 1),
+                order_id: self.order_id.clone(),
+                event_id,
+                seq,
+                kind,
+            });
+        }
         self
     }
 
     /// Every event the producer sends for this order.
     pub fn sent(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().chain(self.replacement.iter())
+        self.events.iter().chain(&self.extras)
     }
 
     /// The table must end with every event applied in seq order and the
-    /// replacement (if any) rejected in its turn: its seq spent, nothing else
-    /// changed.
+    /// extras (if any) rejected, each in its turn: their seqs spent, nothing
+    /// else changed. The same item for every delivery order and every number
+    /// of copies.
     pub fn expected(&self) -> Item {
         let last = self.events.last().unwrap();
-        let processed_last = self.replacement.as_ref().unwrap_or(last);
+        let processed_last = self.extras.last().unwrap_or(last);
         Item {
             status: target_status(last.kind).to_owned(),
             last_event_seq: processed_last.seq.to_string(),
             last_event_id: processed_last.event_id.clone(),
             history: self.events.iter().map(|e| e.event_id.clone()).collect(),
-            rejected: self
-                .replacement
+            // The latest ones: an order keeps a bounded window of them.
+            rejected: self.extras[self.extras.len().saturating_sub(MAX_REJECTED_EVENTS)..]
                 .iter()
                 .map(|e| e.event_id.clone())
                 .collect(),
@@ -335,7 +363,7 @@ impl Workload {
 
 /// The ack-time audit: every message the ESM deletes must have its effect
 /// committed *at that moment*, i.e. its eventId must already be in its
-/// order's history, or (a replacement OrderPlaced) in its rejected events
+/// order's history, or (an extra event) in its rejected events
 /// (for the streams used here, Duplicate and Stale both mean "this very
 /// event is already processed"). Violations are collected, not panicked
 /// on, so the test can report all of them.
