@@ -29,7 +29,7 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE)
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
+.PHONY: check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -71,7 +71,15 @@ $(BENCH_VENV)/.installed: $(BENCH_REQS)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(BENCH_REQS)
 	touch $@
 
-validate: ## sam validate --lint, cfn-lint (SAM and translated), template policy checks
+check-events: ## Fail when scripts/gen_events.py would change a committed file in events/
+	python3 scripts/gen_events.py >/dev/null
+	@if [ -n "$$(git status --porcelain -- events/)" ]; then \
+	  git status --short -- events/; git --no-pager diff --stat -- events/; \
+	  echo "events/ is not what scripts/gen_events.py writes: commit its output (or fix the generator)" >&2; exit 1; \
+	fi
+	@echo "events/ is exactly what scripts/gen_events.py writes"
+
+validate: ## sam validate --lint, cfn-lint (SAM and translated), policy checks; also the Deploy* combinations, the Managed Instances variant, the deploy flow
 	bash scripts/validate-template.sh
 
 $(CARGO_LAMBDA):

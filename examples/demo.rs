@@ -89,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         async |event| consumer.handle_batch(event, deadline()).await,
         |body| match order_event::parse_body(body) {
             Ok(ev) => format!("{} {} seq {}", ev.order_id, ev.kind(), ev.seq.get()),
-            Err(_) => "(unparseable body)".to_owned(),
+            Err(_) => unreadable(body),
         },
     )
     .await?;
@@ -116,7 +116,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ev.signed_amount(),
                 ev.currency.as_str()
             ),
-            Err(_) => "(unparseable body)".to_owned(),
+            Err(_) => unreadable(body),
         },
     )
     .await?;
@@ -166,24 +166,29 @@ async fn run_scenarios<O: Verdict>(
                 sc.expect.len()
             );
         }
-        for ((record, rep), expected) in event.records.iter().zip(&report.records).zip(&sc.expect) {
+        for (n, ((record, rep), expected)) in event
+            .records
+            .iter()
+            .zip(&report.records)
+            .zip(&sc.expect)
+            .enumerate()
+        {
             let what = describe(record.body.as_deref());
-            let ok = rep.outcome.label() == expected;
+            let got = rep.outcome.label();
+            let ok = got == expected;
             if !ok {
                 mismatches += 1;
             }
-            println!(
-                "   {} {:<34} {:<12} {}{}",
+            let line = format!(
+                "   {} #{:<2} {:<34} {:<12} expected {:<12} {}",
                 if ok { "ok " } else { "BAD" },
+                n + 1,
                 what,
-                rep.outcome.label(),
+                got,
+                expected,
                 detail(&rep.outcome),
-                if ok {
-                    String::new()
-                } else {
-                    format!("   (expected {expected})")
-                }
             );
+            println!("{}", line.trim_end());
         }
         let counts = report.counts();
         let nonzero: Vec<String> = counts
@@ -198,10 +203,18 @@ async fn run_scenarios<O: Verdict>(
                 println!("   batchItemFailures: none, SQS deletes every message\n")
             }
             Ok(r) => {
-                let ids: Vec<&str> = r
+                // By the record numbers above: a messageId means nothing
+                // to the reader of this table.
+                let ids: Vec<String> = r
                     .batch_item_failures
                     .iter()
-                    .map(|f| short(&f.item_identifier))
+                    .map(|f| {
+                        event
+                            .records
+                            .iter()
+                            .position(|rec| rec.message_id.as_deref() == Some(&*f.item_identifier))
+                            .map_or_else(|| f.item_identifier.clone(), |i| format!("#{}", i + 1))
+                    })
                     .collect();
                 println!(
                     "   batchItemFailures: [{}], SQS redelivers these\n",
@@ -214,8 +227,15 @@ async fn run_scenarios<O: Verdict>(
     Ok(mismatches)
 }
 
-fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+/// How a body the parser refused looks: "not JSON" and "a field is
+/// missing" are different problems (the reason itself is in the detail).
+fn unreadable(body: Option<&str>) -> String {
+    match body.map(serde_json::from_str::<serde_json::Value>) {
+        None => "(no body)",
+        Some(Ok(_)) => "(JSON, but not a valid event)",
+        Some(Err(_)) => "(not JSON)",
+    }
+    .to_owned()
 }
 
 /// The outcome's explanation without its label ("Early: <why>").

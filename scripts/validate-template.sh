@@ -30,7 +30,10 @@ PINNED=(
 STAMP="$VENV/.order-consumer-validate-tools"
 WANT_STAMP="$(printf '%s\n' "${PINNED[@]}")"
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s\n' "$*"; current_step="$*"; }
+current_step="setup"
+# One verdict line at the end, whichever way it ends.
+trap 'rc=$?; if [[ $rc -ne 0 ]]; then printf "\nmake validate: FAILED at: %s\n" "$current_step" >&2; fi' EXIT
 
 if [[ ! -x "$VENV/bin/python" ]]; then
   step "creating venv at .venv"
@@ -128,3 +131,5 @@ policy_checks "$MI_TRANSLATED" CapacityProviderArn="$MI_ARN"
 
 step "make deploy control flow (scripts/test_deploy.sh, sam replaced by a recording stub)"
 bash scripts/test_deploy.sh
+
+printf '\nmake validate: PASSED: template.yaml, its eight Deploy* combinations and the Managed Instances variant (sam validate --lint, cfn-lint on each and on its translation, policy checks), and the make deploy flow\n'
