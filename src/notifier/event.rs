@@ -33,7 +33,8 @@ fn image(item: &serde_dynamo::Item, which: &'static str) -> Result<Image, ParseE
 fn status(raw: Option<String>, which: &'static str) -> Result<Option<Status>, ParseError> {
     raw.map(|s| {
         Status::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|st| st.as_str() == s)
             .ok_or(ParseError::InvalidValue {
                 path: format!("{which}.status"),

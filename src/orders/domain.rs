@@ -11,7 +11,7 @@ use crate::core::error::StoreError;
 use crate::orders::event::{EventKind, OrderEvent};
 
 /// An order's status as stored in the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, strum::VariantArray)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Status {
     Placed,
@@ -22,13 +22,9 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
-        Status::Placed,
-        Status::Paid,
-        Status::Shipped,
-        Status::Delivered,
-        Status::Cancelled,
-    ];
+    /// Every status, derived from the enum itself: a new variant cannot be
+    /// left out (the notifier reads a stream image's status by this list).
+    pub const ALL: &'static [Status] = <Status as strum::VariantArray>::VARIANTS;
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -632,6 +628,18 @@ mod tests {
             classify_refusal(&event("OrderPaid", 2, "e2"), Some(&cur)),
             Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
         );
+    }
+
+    #[test]
+    fn every_status_reads_back_as_it_is_written() {
+        // `as_str` writes the status, serde reads it (ALL_OLD, the stream's
+        // images): a new variant must agree in both.
+        for &st in Status::ALL {
+            let read: Status =
+                serde_json::from_value(serde_json::Value::String(st.as_str().into())).unwrap();
+            assert_eq!(read, st);
+        }
+        assert_eq!(Status::ALL.len(), 5);
     }
 
     #[test]

@@ -18,8 +18,8 @@ use crate::core::wire::{
     req_u64,
 };
 
-/// The five kinds of order event, in lifecycle order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The kinds of order event, in lifecycle order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
 pub enum EventKind {
     Placed,
     Paid,
@@ -29,13 +29,9 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
-        EventKind::Placed,
-        EventKind::Paid,
-        EventKind::Shipped,
-        EventKind::Delivered,
-        EventKind::Cancelled,
-    ];
+    /// Every kind, derived from the enum itself: a new variant cannot be
+    /// left out (the parser finds a type by this list).
+    pub const ALL: &'static [EventKind] = <EventKind as strum::VariantArray>::VARIANTS;
 
     /// The wire name used in the `type` field.
     pub fn as_str(self) -> &'static str {
@@ -49,7 +45,7 @@ impl EventKind {
     }
 
     fn from_wire(s: &str) -> Option<Self> {
-        EventKind::ALL.into_iter().find(|k| k.as_str() == s)
+        EventKind::ALL.iter().copied().find(|k| k.as_str() == s)
     }
 }
 
@@ -290,6 +286,14 @@ mod tests {
             let ev = parse(&v).unwrap_or_else(|e| panic!("{ty}: {e}"));
             assert_eq!(ev.kind().as_str(), ty);
         }
+    }
+
+    #[test]
+    fn every_kind_is_parsed_by_its_wire_name() {
+        for &kind in EventKind::ALL {
+            assert_eq!(EventKind::from_wire(kind.as_str()), Some(kind));
+        }
+        assert_eq!(EventKind::ALL.len(), 5);
     }
 
     #[test]
