@@ -279,7 +279,19 @@ impl OrderApi {
                 ),
                 Refused::Inconsistent => return store_problem(&StoreError::InconsistentRefusal),
             },
-            Err(e) => return store_problem(&e),
+            // Cut off: no time to give anything back (the lease ends at the
+            // deadline, within the margin).
+            Err(StoreError::DeadlineExceeded) => {
+                return store_problem(&StoreError::DeadlineExceeded);
+            }
+            Err(e) => {
+                // The claim may have committed unseen (its answer lost on
+                // every try): give it back, so that the client's retry is
+                // not held off by 409 until the lease ends. Only this
+                // attempt's claim, only while in progress.
+                self.release(&claim, cutoff).await;
+                return store_problem(&e);
+            }
         }
         let (event, response) = match self.order_of(&order, claim.expires_at) {
             Ok(built) => built,

@@ -151,7 +151,15 @@ impl Handler for NotifierHandler {
                     ClaimRefusal::Settled(outcome) => return outcome,
                 }
             }
-            Err(e) => return NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e))),
+            Err(e) => {
+                // The claim may have committed unseen (its answer lost on
+                // every try): give it back (only if it is ours), so that
+                // the retry is not Busy against it until the lease ends.
+                if let Err(release) = self.store.release(&n, &claim).await {
+                    tracing::warn!(error = %release, "could not release the claim; its lease will expire");
+                }
+                return NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e)));
+            }
         }
         // Confirmed now: a POST that its lease or the invocation could not
         // cover to its end is not started (another attempt could take the

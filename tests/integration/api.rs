@@ -671,3 +671,23 @@ async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
     assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
     assert_eq!(t.orders().await.len(), 1);
 }
+
+/// The claim commits and its answer is lost on every one of the SDK's
+/// tries: the request cannot know, and answers 503. Its claim is given
+/// back, so the client's retry with the key places the order instead of
+/// being answered 409 by the request's own claim until the lease ends.
+#[tokio::test]
+async fn a_claim_whose_answer_never_arrives_is_given_back() {
+    let t = ApiDb::new().await;
+    let proxy = FaultProxy::start(t.db.endpoint(), 27).await;
+    proxy.set(Fault::ByOperation(&[("PutItem", Fault::DropAnswer)]), 1.0);
+    let api = t.api_with_client(client_for(&proxy.url()), &[]);
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert!(is_problem(&r, 503), "{}", text(&r));
+    assert!(proxy.injected().get("drop-answer").is_some_and(|n| *n >= 1));
+    assert!(t.records().await.is_empty(), "the claim was given back");
+    proxy.heal();
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(t.orders().await.len(), 1);
+}

@@ -772,3 +772,40 @@ async fn the_lease_covers_the_whole_post_after_a_slow_claim() {
         NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable))
     );
 }
+
+/// The claim commits and its answer is lost on every one of the SDK's
+/// tries: the attempt fails, not knowing. Its claim is given back (the
+/// release, an UpdateItem too, commits even though its own answers are
+/// dropped), so the retry sends at once instead of finding its own dead
+/// claim Busy until the lease ends.
+#[tokio::test]
+async fn a_claim_whose_answer_never_arrives_is_given_back() {
+    let s = Setup::new().await;
+    let proxy = FaultProxy::start(s.db.endpoint(), 27).await;
+    proxy.set(
+        Fault::ByOperation(&[("UpdateItem", Fault::DropAnswer)]),
+        1.0,
+    );
+    let n = s.notifier_with(&client_for(&proxy.url()), &[]);
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let (report, _) = n.handle_batch(&event, far_deadline()).await;
+    assert_eq!(
+        outcome_of(&report),
+        NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
+            order_consumer::core::error::StoreError::Network
+        )))
+    );
+    let key = "order-ord-1-order-confirmation";
+    assert_eq!(s.provider.requests(key), 0);
+    let item = s.item("ord-1#order-confirmation").await.expect("claimed");
+    assert_eq!(
+        item.get("lease_until"),
+        Some(&AttributeValue::N("0".into())),
+        "the claim was given back"
+    );
+    proxy.heal();
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Sent"]);
+    assert!(failed.is_empty());
+    assert_eq!(s.provider.requests(key), 1);
+}
