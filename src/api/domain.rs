@@ -138,6 +138,8 @@ pub enum Record {
     InProgress {
         /// The fingerprint of its body.
         fingerprint: String,
+        /// The id of the attempt that claimed it ([`crate::api::store::Claim::attempt`]).
+        attempt: String,
         /// Epoch milliseconds: the claiming invocation's deadline.
         lease_until: u64,
         /// Epoch seconds.
@@ -178,16 +180,28 @@ pub enum Refused {
     OtherBody,
     /// The same request is executing: 409, retry later.
     InFlight,
+    /// The claim refused is this very attempt's own: its PutItem committed,
+    /// the answer was lost, and the SDK's retry of it was refused against
+    /// it. The key is held by this attempt: go on and commit.
+    Ours,
     /// The stored record allows the claim (expired, or its lease is over),
     /// yet the claim was refused: a race with another request; retryable.
     Inconsistent,
 }
 
-/// A claim of a key, made with `fingerprint` at `now_ms`, was refused
-/// against `stored`. Expiry is decided here, from the stored time, not left
-/// to DynamoDB's TTL (which deletes up to days late): an expired record
-/// never answers for a new request.
-pub fn classify(fingerprint: &str, stored: Option<&Record>, now_ms: u64) -> Refused {
+/// A claim of a key, made by `attempt` with `fingerprint` at `now_ms`, was
+/// refused against `stored`. Expiry is decided here, from the stored time,
+/// not left to DynamoDB's TTL (which deletes up to days late): an expired
+/// record never answers for a new request.
+///
+/// An in-progress record written by `attempt` itself is this attempt's own
+/// claim, seen again: the SDK re-sends a PutItem whose answer was lost
+/// (the connection dropped after DynamoDB applied it), and the re-sent one
+/// is refused against the first. Answering 409 there would lock the key
+/// against its own request until the lease ends, in exactly the failure
+/// the key exists for; the attempt id is unique to one request, so the
+/// record can be no one else's.
+pub fn classify(fingerprint: &str, attempt: &str, stored: Option<&Record>, now_ms: u64) -> Refused {
     let Some(stored) = stored else {
         // The condition includes "no item": refused without one is a race
         // (the item appeared and went, or ALL_OLD was not honoured).
@@ -201,6 +215,11 @@ pub fn classify(fingerprint: &str, stored: Option<&Record>, now_ms: u64) -> Refu
     }
     match stored {
         Record::Completed { response, .. } => Refused::Replay(response.clone()),
+        Record::InProgress {
+            attempt: claimed_by,
+            lease_until,
+            ..
+        } if claimed_by == attempt && *lease_until > now_ms => Refused::Ours,
         Record::InProgress { lease_until, .. } if *lease_until > now_ms => Refused::InFlight,
         Record::InProgress { .. } => Refused::Inconsistent,
     }
@@ -375,14 +394,31 @@ mod tests {
         };
         let running = |fp: &str, lease: u64| Record::InProgress {
             fingerprint: fp.into(),
+            attempt: "other-attempt".into(),
             lease_until: lease,
             expires_at: live,
+        };
+        // Claimed by this very attempt (the SDK re-sent a PutItem that
+        // committed unseen).
+        let mine = |fp: &str, lease: u64, exp: u64| Record::InProgress {
+            fingerprint: fp.into(),
+            attempt: "my-attempt".into(),
+            lease_until: lease,
+            expires_at: exp,
         };
         let cases = [
             (Some(done("f", live)), Refused::Replay(response.clone())),
             (Some(done("g", live)), Refused::OtherBody),
             (Some(running("f", now + 1)), Refused::InFlight),
             (Some(running("g", now + 1)), Refused::OtherBody),
+            (Some(mine("f", now + 1, live)), Refused::Ours),
+            // The attempt id alone does not make it ours: the body must be
+            // this request's, the lease live, the key not expired (none of
+            // which an SDK retry can change; anything else is corrupt or a
+            // race, retried).
+            (Some(mine("g", now + 1, live)), Refused::OtherBody),
+            (Some(mine("f", now, live)), Refused::Inconsistent),
+            (Some(mine("f", now + 1, now / 1000)), Refused::Inconsistent),
             // A lease at or before now is over: the claim should have held.
             (Some(running("f", now)), Refused::Inconsistent),
             // Expired (checked here, whatever TTL did): never answers.
@@ -391,7 +427,11 @@ mod tests {
             (None, Refused::Inconsistent),
         ];
         for (stored, want) in cases {
-            assert_eq!(classify("f", stored.as_ref(), now), want, "{stored:?}");
+            assert_eq!(
+                classify("f", "my-attempt", stored.as_ref(), now),
+                want,
+                "{stored:?}"
+            );
         }
     }
 

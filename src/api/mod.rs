@@ -262,26 +262,36 @@ impl OrderApi {
         let cutoff = cutoff(deadline_ms);
         match cut(cutoff, self.store.claim(&claim)).await {
             Ok(None) => {}
-            Ok(Some(stored)) => {
-                return match classify(&fp, stored.as_ref(), now_ms) {
-                    Refused::Replay(response) => stored_response(&response, true),
-                    Refused::OtherBody => problem(ProblemKind::KeyReused.with(
-                        "this Idempotency-Key was used with another request body; use a new key for a new request",
-                    )),
-                    // The first request usually answers within
-                    // milliseconds; its lease ends at its deadline at the
-                    // latest.
-                    Refused::InFlight => problem(
-                        ProblemKind::RequestInProgress
-                            .with("retry after the first request with this Idempotency-Key has been answered")
-                            .retry_after(1),
-                    ),
-                    Refused::Inconsistent => {
-                        store_problem(&StoreError::InconsistentRefusal)
-                    }
-                };
+            Ok(Some(stored)) => match classify(&fp, &attempt, stored.as_ref(), now_ms) {
+                // Refused against its own claim (the SDK re-sent a PutItem
+                // that committed unseen): the key is held; go on.
+                Refused::Ours => {}
+                Refused::Replay(response) => return stored_response(&response, true),
+                Refused::OtherBody => return problem(ProblemKind::KeyReused.with(
+                    "this Idempotency-Key was used with another request body; use a new key for a new request",
+                )),
+                // The first request usually answers within milliseconds;
+                // its lease ends at its deadline at the latest.
+                Refused::InFlight => return problem(
+                    ProblemKind::RequestInProgress
+                        .with("retry after the first request with this Idempotency-Key has been answered")
+                        .retry_after(1),
+                ),
+                Refused::Inconsistent => return store_problem(&StoreError::InconsistentRefusal),
+            },
+            // Cut off: no time to give anything back (the lease ends at the
+            // deadline, within the margin).
+            Err(StoreError::DeadlineExceeded) => {
+                return store_problem(&StoreError::DeadlineExceeded);
             }
-            Err(e) => return store_problem(&e),
+            Err(e) => {
+                // The claim may have committed unseen (its answer lost on
+                // every try): give it back, so that the client's retry is
+                // not held off by 409 until the lease ends. Only this
+                // attempt's claim, only while in progress.
+                self.release(&claim, cutoff).await;
+                return store_problem(&e);
+            }
         }
         let (event, response) = match self.order_of(&order, claim.expires_at) {
             Ok(built) => built,

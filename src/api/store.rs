@@ -76,7 +76,10 @@ impl ApiStore {
     /// stored record the claim was refused against (`Some(None)`: refused
     /// without one). The condition admits an absent key, an expired one
     /// (whatever DynamoDB's TTL has deleted yet) and one whose lease is
-    /// over (its invocation ended without completing).
+    /// over (its invocation ended without completing). The record carries
+    /// the attempt id: an SDK retry of this PutItem after its answer was
+    /// lost is refused against this attempt's own record, which
+    /// [`crate::api::domain::classify`] recognises.
     pub async fn claim(&self, c: &Claim<'_>) -> Result<Option<Option<Record>>, StoreError> {
         let item = HashMap::from([
             (KEY.to_owned(), s(c.key)),
@@ -121,8 +124,12 @@ impl ApiStore {
 
     /// Write the order and complete the claim with `response`, in one
     /// TransactWriteItems. The attempt id is the transaction's
-    /// ClientRequestToken, so an SDK retry of a transaction that committed
-    /// unseen is answered as a success instead of a cancellation.
+    /// ClientRequestToken, and the SDK re-sends the same request (token
+    /// included) on its retries, so a retry of a transaction that committed
+    /// unseen is answered as a success instead of a cancellation (DynamoDB
+    /// keeps a token for 10 minutes, far longer than the SDK's retries
+    /// take). Without one of ours (an attempt id over 36 characters) the
+    /// SDK fills in a token of its own, once per call: the same holds.
     pub async fn commit(
         &self,
         c: &Claim<'_>,
@@ -225,6 +232,7 @@ fn record(item: &Item) -> Result<Record, StoreError> {
     match string(item, "status")?.as_str() {
         IN_PROGRESS => Ok(Record::InProgress {
             fingerprint,
+            attempt: string(item, "attempt")?,
             lease_until: number(item, "lease_until")?,
             expires_at,
         }),

@@ -3,6 +3,7 @@
 //! I/O.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tracing::Level;
@@ -111,10 +112,11 @@ pub fn notification_for(change: &Change) -> Option<Notification> {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(tag = "status", rename_all = "UPPERCASE")]
 pub enum Stored {
-    /// Claimed by an invocation until `lease_until_ms` (epoch ms).
+    /// Claimed by an attempt (`claim_id`) until `lease_until_ms` (epoch ms).
     Sending {
         #[serde(rename = "lease_until")]
         lease_until_ms: u64,
+        claim_id: String,
     },
     Sent,
     Rejected,
@@ -138,6 +140,10 @@ pub enum NotifyError {
     },
     /// No answer in time, or no connection.
     ProviderUnreachable,
+    /// The claim was confirmed too late for its lease to cover the whole
+    /// webhook request ([`LeasePolicy::may_post`]): nothing was sent, the
+    /// claim was given back.
+    LeaseTooShort,
 }
 
 impl fmt::Display for NotifyError {
@@ -158,6 +164,10 @@ impl fmt::Display for NotifyError {
             NotifyError::ProviderUnreachable => {
                 f.write_str("the provider did not answer in time (or could not be reached)")
             }
+            NotifyError::LeaseTooShort => f.write_str(
+                "the claim was confirmed too late for its lease to cover the webhook request; \
+                 nothing was sent",
+            ),
         }
     }
 }
@@ -203,7 +213,9 @@ impl Failure for NotifyError {
         match self {
             NotifyError::Store(e) => e.is_retryable(),
             NotifyError::Misconfigured { .. } => false,
-            NotifyError::Provider { .. } | NotifyError::ProviderUnreachable => true,
+            NotifyError::Provider { .. }
+            | NotifyError::ProviderUnreachable
+            | NotifyError::LeaseTooShort => true,
         }
     }
 }
@@ -267,12 +279,35 @@ impl Verdict for NotifyOutcome {
     }
 }
 
-/// The claim was refused; `stored` is the record it was checked against.
-pub fn classify_claim_refusal(stored: Option<&Stored>, now_ms: u64) -> NotifyOutcome {
-    match stored {
+/// What a refused claim means for the attempt that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimRefusal {
+    /// Refused against this attempt's own claim: the SDK re-sent an
+    /// UpdateItem that had committed, its answer lost. The claim is held.
+    Ours,
+    /// Someone else's claim, or a finished record: this is the outcome.
+    Settled(NotifyOutcome),
+}
+
+/// The claim made by `claim_id` at `now_ms` was refused; `stored` is the
+/// record it was checked against. A SENDING record with this attempt's own
+/// `claim_id` is the claim itself, seen again after a lost answer (the id is
+/// unique to one attempt, so it can be no one else's): answering Busy there
+/// would hold the notification back, and with it the shard, until the
+/// lease ends, in exactly the failure the claim exists for.
+pub fn classify_claim_refusal(
+    stored: Option<&Stored>,
+    claim_id: &str,
+    now_ms: u64,
+) -> ClaimRefusal {
+    let outcome = match stored {
+        Some(Stored::Sending {
+            claim_id: claimed_by,
+            ..
+        }) if claimed_by == claim_id => return ClaimRefusal::Ours,
         Some(Stored::Sent) => NotifyOutcome::AlreadySent,
         Some(Stored::Rejected) => NotifyOutcome::AlreadyRejected,
-        Some(Stored::Sending { lease_until_ms }) if *lease_until_ms >= now_ms => {
+        Some(Stored::Sending { lease_until_ms, .. }) if *lease_until_ms >= now_ms => {
             NotifyOutcome::Busy
         }
         // An expired claim should have been taken over: look again.
@@ -282,6 +317,74 @@ pub fn classify_claim_refusal(stored: Option<&Stored>, now_ms: u64) -> NotifyOut
         None => NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
             StoreError::RefusedWithoutItem,
         ))),
+    };
+    ClaimRefusal::Settled(outcome)
+}
+
+/// How long one delivery attempt holds its claim, and whether its POST may
+/// start. While the lease runs, no other attempt sends the notification; so
+/// the lease must still cover the whole POST (its timeout, end to end) at
+/// the moment the claim is confirmed, not merely when it was sent: the
+/// claim's UpdateItem alone may take seconds with the SDK's retries.
+///
+/// The lease is written with the claim, before it is confirmed, so it
+/// allows for the longest the claim may take; [`LeasePolicy::may_post`]
+/// then checks, from the moment of confirmation, that it does cover the
+/// POST, and that the invocation has the time for it: a POST the batch
+/// would cut off at its cutoff is a delivery nobody can know about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeasePolicy {
+    /// The longest the claim's UpdateItem may take, retries and backoff
+    /// included (the SDK's operation timeout).
+    pub claim: Duration,
+    /// The webhook request's bound, end to end.
+    pub post: Duration,
+    /// On top of both: invocations on other hosts read the lease with
+    /// their own clocks, and the POST starts a moment after the check.
+    pub margin: Duration,
+}
+
+/// Why a POST may not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TooLate {
+    /// The invocation's time left (to its cutoff) cannot cover the POST.
+    Deadline,
+    /// The lease no longer covers the POST and the margin.
+    Lease,
+}
+
+impl LeasePolicy {
+    /// The lease (epoch ms) to claim with, sent at `now_ms` with `left`
+    /// before the invocation's cutoff: time for the claim to be confirmed
+    /// as late as it may be and for the whole POST after it, plus the
+    /// margin. Never longer than the invocation can use (a POST starts only
+    /// if it can end before the cutoff), so that a retry after a crash does
+    /// not wait for time nobody would have used.
+    pub fn lease_until(&self, now_ms: u64, left: Duration) -> u64 {
+        let attempt = self.claim.saturating_add(self.post);
+        let span = attempt.min(left).saturating_add(self.margin);
+        now_ms.saturating_add(u64::try_from(span.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// May the POST start now: the claim confirmed at `confirmed_ms`, with
+    /// `left` before the invocation's cutoff, under the lease it wrote
+    /// (`lease_until_ms`)? Only if the whole POST fits before the cutoff,
+    /// and the lease outlasts it by the margin.
+    pub fn may_post(
+        &self,
+        confirmed_ms: u64,
+        left: Duration,
+        lease_until_ms: u64,
+    ) -> Result<(), TooLate> {
+        if left < self.post {
+            return Err(TooLate::Deadline);
+        }
+        let needed = self.post.saturating_add(self.margin);
+        let needed = u64::try_from(needed.as_millis()).unwrap_or(u64::MAX);
+        if lease_until_ms < confirmed_ms.saturating_add(needed) {
+            return Err(TooLate::Lease);
+        }
+        Ok(())
     }
 }
 
@@ -331,28 +434,124 @@ mod tests {
 
     #[test]
     fn a_refused_claim_is_read_from_the_stored_record() {
-        assert_eq!(
-            classify_claim_refusal(Some(&Stored::Sent), 5),
-            NotifyOutcome::AlreadySent
-        );
-        assert_eq!(
-            classify_claim_refusal(Some(&Stored::Rejected), 5),
-            NotifyOutcome::AlreadyRejected
-        );
-        assert_eq!(
-            classify_claim_refusal(Some(&Stored::Sending { lease_until_ms: 9 }), 5),
-            NotifyOutcome::Busy
-        );
-        assert!(matches!(
-            classify_claim_refusal(Some(&Stored::Sending { lease_until_ms: 1 }), 5),
-            NotifyOutcome::Unsettled(Unsettled::Failed(_))
-        ));
+        let sending = |lease_until_ms, claim_id: &str| Stored::Sending {
+            lease_until_ms,
+            claim_id: claim_id.into(),
+        };
+        let settled = |o| ClaimRefusal::Settled(o);
+        let cases = [
+            (Some(Stored::Sent), settled(NotifyOutcome::AlreadySent)),
+            (
+                Some(Stored::Rejected),
+                settled(NotifyOutcome::AlreadyRejected),
+            ),
+            (Some(sending(9, "other")), settled(NotifyOutcome::Busy)),
+            // This attempt's own claim, seen again by the SDK's re-send of
+            // an UpdateItem that committed unseen: held, whatever its lease
+            // (the POST checks the lease before it starts).
+            (Some(sending(9, "mine")), ClaimRefusal::Ours),
+            (Some(sending(1, "mine")), ClaimRefusal::Ours),
+            (
+                Some(sending(1, "other")),
+                settled(NotifyOutcome::Unsettled(Unsettled::Failed(
+                    NotifyError::Store(StoreError::InconsistentRefusal),
+                ))),
+            ),
+            (
+                None,
+                settled(NotifyOutcome::Unsettled(Unsettled::Failed(
+                    NotifyError::Store(StoreError::RefusedWithoutItem),
+                ))),
+            ),
+        ];
+        for (stored, want) in cases {
+            assert_eq!(
+                classify_claim_refusal(stored.as_ref(), "mine", 5),
+                want,
+                "{stored:?}"
+            );
+        }
         assert!(NotifyOutcome::Sent.acknowledge());
         assert!(NotifyOutcome::NothingToSend.acknowledge());
         assert!(!NotifyOutcome::Busy.acknowledge());
         assert!(
             !NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable))
                 .acknowledge()
+        );
+    }
+
+    const S: u64 = 1_000;
+
+    fn policy(claim: u64, post: u64, margin: u64) -> LeasePolicy {
+        LeasePolicy {
+            claim: Duration::from_secs(claim),
+            post: Duration::from_secs(post),
+            margin: Duration::from_secs(margin),
+        }
+    }
+
+    #[test]
+    fn the_lease_allows_for_the_claim_and_the_whole_post_within_the_invocation() {
+        let secs = Duration::from_secs;
+        let now = 1_000_000 * S;
+        // (policy, time left to the cutoff, lease from now)
+        let cases = [
+            // The claim's allowance and the POST, plus the margin.
+            (policy(5, 3, 1), secs(60), 9 * S),
+            (policy(5, 30, 1), secs(600), 36 * S),
+            // No longer than the invocation can use, plus the margin.
+            (policy(5, 3, 1), secs(4), 5 * S),
+            (policy(5, 3, 1), secs(0), S),
+            (policy(5, 3, 0), secs(8), 8 * S),
+        ];
+        for (p, left, lease) in cases {
+            assert_eq!(p.lease_until(now, left), now + lease, "{p:?} {left:?}");
+        }
+        assert_eq!(
+            policy(5, 3, 1).lease_until(u64::MAX - 1, secs(60)),
+            u64::MAX,
+            "saturates"
+        );
+    }
+
+    #[test]
+    fn the_post_starts_only_if_the_invocation_and_the_lease_cover_all_of_it() {
+        let secs = Duration::from_secs;
+        let p = policy(5, 3, 1);
+        let sent = 1_000_000 * S;
+        let lease = p.lease_until(sent, secs(60)); // sent + 9 s
+        // (confirmed after sending, time left to the cutoff then, verdict)
+        let cases = [
+            (0, secs(60), Ok(())),
+            // A claim slow by its whole allowance still has the POST covered.
+            (5 * S, secs(55), Ok(())),
+            // Slower than its allowance (the lease was written for less).
+            (5 * S + 1, secs(55), Err(TooLate::Lease)),
+            (9 * S, secs(51), Err(TooLate::Lease)),
+            // The invocation cannot cover the POST: not started, whatever
+            // the lease.
+            (0, secs(3), Ok(())),
+            (
+                0,
+                secs(3) - Duration::from_millis(1),
+                Err(TooLate::Deadline),
+            ),
+            (6 * S, Duration::ZERO, Err(TooLate::Deadline)),
+        ];
+        for (after, left, want) in cases {
+            assert_eq!(
+                p.may_post(sent + after, left, lease),
+                want,
+                "{after} {left:?}"
+            );
+        }
+        // A lease cut to the invocation's time still covers a POST that
+        // fits it: the two checks agree.
+        let short = p.lease_until(sent, secs(4)); // sent + 5 s
+        assert_eq!(p.may_post(sent + S, secs(3), short), Ok(()));
+        assert_eq!(
+            p.may_post(sent + 2 * S, secs(2), short),
+            Err(TooLate::Deadline)
         );
     }
 }

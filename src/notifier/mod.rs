@@ -5,8 +5,12 @@
 //! together, so the order consumer's hot path gets no extra write. For each
 //! transition into PLACED, SHIPPED or CANCELLED the notifier
 //! 1. claims `{orderId}#{template}` in the notifications table (a
-//!    conditional write with a lease that ends with the invocation);
-//! 2. POSTs the webhook with `Idempotency-Key: order-{orderId}-{template}`;
+//!    conditional write with a lease long enough for the claim and the
+//!    whole webhook request after it, within the invocation; a claim
+//!    refused against itself, after a lost answer, is still its own);
+//! 2. POSTs the webhook with `Idempotency-Key: order-{orderId}-{template}`,
+//!    only if the lease and the invocation's time left cover the whole
+//!    request from the moment the claim is confirmed;
 //! 3. records SENT (or REJECTED) if the claim is still its own.
 //!
 //! A crash between 2 and 3 leaves a SENDING record whose lease expires; the
@@ -40,27 +44,51 @@ use self::url::{WebhookSource, WebhookUrl};
 use crate::core::batch::{BatchContext, Handler};
 use crate::core::config::{ConfigError, Runtime, parse_in, required};
 use crate::core::function::Function;
-use crate::core::outcome::Unsettled;
+use crate::core::outcome::{Skip, Unsettled};
 use crate::core::time::{epoch_ms, unique_id};
 use crate::core::wire::ParseError;
 use crate::orders::domain::Status;
-use domain::{Change, NotifyError, NotifyOutcome, classify_claim_refusal, notification_for};
+use domain::{
+    Change, ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, TooLate, classify_claim_refusal,
+    notification_for,
+};
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
 
-/// Time for the claim and finish writes on top of the webhook timeout.
-const LEASE_SLACK: Duration = Duration::from_secs(2);
+/// On top of the claim's and the POST's own bounds: other invocations
+/// read the lease with their own clocks, and the POST starts a moment after
+/// the check ([`LeasePolicy::margin`]).
+pub const LEASE_MARGIN: Duration = Duration::from_secs(1);
 
 /// The notifier's record handling.
 #[derive(Debug)]
 pub struct NotifierHandler {
     store: NotificationStore,
     webhook: Webhook,
+    lease: LeasePolicy,
 }
 
 impl NotifierHandler {
     pub fn new(store: NotificationStore, webhook: Webhook) -> Self {
-        NotifierHandler { store, webhook }
+        let lease = LeasePolicy {
+            // The longest the claim's UpdateItem may take: the SDK's
+            // operation timeout, the clients' one policy.
+            claim: crate::core::dynamo::timeout_config()
+                .operation_timeout()
+                .unwrap_or(Duration::from_secs(5)),
+            post: webhook.timeout(),
+            margin: LEASE_MARGIN,
+        };
+        NotifierHandler {
+            store,
+            webhook,
+            lease,
+        }
+    }
+
+    /// Time left before the batch cuts this record off.
+    fn left(cx: &BatchContext) -> Duration {
+        cx.cutoff.saturating_duration_since(Instant::now())
     }
 }
 
@@ -105,23 +133,46 @@ impl Handler for NotifierHandler {
             return NotifyOutcome::NothingToSend;
         };
         let now = epoch_ms();
-        // The lease covers one attempt: the POST (bounded by the webhook
-        // timeout) and the two writes around it, and never outlives this
-        // invocation's work on the record (the batch cuts it off at
-        // `cutoff`). Short, so that a retry after a crash waits seconds, not
-        // the rest of the invocation's time; if this attempt is merely slow,
-        // a takeover sends under the same key and the provider keeps one.
-        let attempt = self.webhook.timeout() + LEASE_SLACK;
-        let lease_until = now
-            + cx.cutoff
-                .saturating_duration_since(Instant::now())
-                .min(attempt)
-                .as_millis() as u64;
+        // The lease must cover the POST from the moment the claim is
+        // confirmed, and the claim alone may take seconds: it allows for
+        // both, within this invocation's time (the batch cuts the record
+        // off at `cutoff`). Short otherwise, so that a retry after a crash
+        // waits seconds, not the rest of the invocation's time; if this
+        // attempt is merely slow, a takeover sends under the same key and
+        // the provider keeps one.
+        let lease_until = self.lease.lease_until(now, Self::left(cx));
         let claim = unique_id();
         match self.store.claim(&n, &claim, lease_until, now).await {
             Ok(Claim::Granted) => {}
-            Ok(Claim::Refused(stored)) => return classify_claim_refusal(stored.as_ref(), now),
-            Err(e) => return NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e))),
+            Ok(Claim::Refused(stored)) => {
+                match classify_claim_refusal(stored.as_ref(), &claim, now) {
+                    // The SDK re-sent a claim that had committed: it is ours.
+                    ClaimRefusal::Ours => {}
+                    ClaimRefusal::Settled(outcome) => return outcome,
+                }
+            }
+            Err(e) => {
+                // The claim may have committed unseen (its answer lost on
+                // every try): give it back (only if it is ours), so that
+                // the retry is not Busy against it until the lease ends.
+                if let Err(release) = self.store.release(&n, &claim).await {
+                    tracing::warn!(error = %release, "could not release the claim; its lease will expire");
+                }
+                return NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e)));
+            }
+        }
+        // Confirmed now: a POST that its lease or the invocation could not
+        // cover to its end is not started (another attempt could take the
+        // claim over and send while it runs, or the cutoff cancel it
+        // half-sent). The claim goes back, so the retry need not wait.
+        if let Err(late) = self.lease.may_post(epoch_ms(), Self::left(cx), lease_until) {
+            if let Err(e) = self.store.release(&n, &claim).await {
+                tracing::warn!(error = %e, "could not release the claim; its lease will expire");
+            }
+            return NotifyOutcome::Unsettled(match late {
+                TooLate::Deadline => Unsettled::NotAttempted(Skip::Deadline),
+                TooLate::Lease => Unsettled::Failed(NotifyError::LeaseTooShort),
+            });
         }
         let (finish, outcome) = match self.webhook.post(&n).await {
             Delivery::Accepted(code) => (Finish::Sent { http_status: code }, NotifyOutcome::Sent),

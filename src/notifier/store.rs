@@ -59,6 +59,9 @@ impl NotificationStore {
     /// when nobody has it, or when the last claimant's lease expired (it
     /// crashed, or ran out of time, between sending and recording): sending
     /// again is then safe because the provider deduplicates on the key.
+    /// The record keeps `claim_id`: an SDK re-send of this UpdateItem after
+    /// its answer was lost is refused against this very claim, which
+    /// [`crate::notifier::domain::classify_claim_refusal`] recognises.
     pub async fn claim(
         &self,
         n: &Notification,
@@ -196,6 +199,7 @@ mod tests {
                 ]),
                 Stored::Sending {
                     lease_until_ms: 1_700_000_000_123,
+                    claim_id: "c-1".into(),
                 },
             ),
         ];

@@ -9,6 +9,10 @@
 //! - `ResetBeforeForward`: the request is dropped with a TCP RST;
 //! - `ResetMidResponse`: the request reaches DynamoDB (the write commits),
 //!   then half of the answer is sent and the connection is reset;
+//! - `DropAnswer`: the request reaches DynamoDB (the write commits), its
+//!   whole answer is read, and the connection is reset without a byte of
+//!   it: the ambiguous failure, where the caller cannot tell a write that
+//!   committed from one that never arrived, and the SDK re-sends it;
 //! - `Http500`: an InternalServerError, before or after the write committed;
 //! - `Throttle`: HTTP 400 with `ThrottlingException`,
 //!   `ProvisionedThroughputExceededException` or `RequestLimitExceeded`, as
@@ -21,9 +25,11 @@
 //! - `ByOperation`: one of the above by DynamoDB operation (`X-Amz-Target`),
 //!   the other operations forwarded.
 //!
-//! Each request is hit with probability `p`. Faults are switched and healed
-//! at runtime; the decisions come from a seeded RNG ([`super::rng`]), so a
-//! seed replays them.
+//! Each request is hit with probability `p`, or (with
+//! [`FaultProxy::set_first`]) exactly the next `n` requests the fault
+//! applies to, for a test that must know which attempt breaks. Faults are
+//! switched and healed at runtime; the decisions come from a seeded RNG
+//! ([`super::rng`]), so a seed replays them.
 //!
 //! One server for both kinds of fault test: the reliability suite puts it
 //! between the release binary and dynoxide ([`FaultProxy::start`]); the
@@ -48,6 +54,9 @@ pub enum Fault {
     Refuse,
     ResetBeforeForward,
     ResetMidResponse,
+    /// Forward, read the whole answer, and reset the connection without
+    /// sending any of it.
+    DropAnswer,
     Http500 {
         after_forward: bool,
     },
@@ -76,6 +85,7 @@ impl Fault {
             Fault::Refuse => "refuse",
             Fault::ResetBeforeForward => "reset-before-forward",
             Fault::ResetMidResponse => "reset-mid-response",
+            Fault::DropAnswer => "drop-answer",
             Fault::Http500 {
                 after_forward: false,
             } => "http500",
@@ -92,10 +102,19 @@ impl Fault {
     }
 }
 
+/// The fault in force: with probability `p`, and, when `left` is set, only
+/// until it has been injected that many more times.
+#[derive(Clone, Copy)]
+struct Plan {
+    fault: Fault,
+    p: f64,
+    left: Option<u64>,
+}
+
 struct Inner {
     /// None: a fault server, nothing behind it.
     upstream: Option<SocketAddr>,
-    plan: Mutex<Option<(Fault, f64)>>,
+    plan: Mutex<Option<Plan>>,
     /// Bumped on every change of plan (and on drop), so that a hung request
     /// knows when to let go.
     generation: AtomicU64,
@@ -162,7 +181,23 @@ impl FaultProxy {
 
     /// Hit each request with `fault` with probability `p` (from now on).
     pub fn set(&self, fault: Fault, p: f64) {
-        self.inner.replan(Some((fault, p)));
+        self.inner.replan(Some(Plan {
+            fault,
+            p,
+            left: None,
+        }));
+    }
+
+    /// Hit exactly the next `n` requests that `fault` applies to (for
+    /// [`Fault::ByOperation`], requests of a listed operation), then
+    /// forward everything: deterministic, whatever the seed. `Refuse` is
+    /// not counted per request; use [`FaultProxy::set`] for it.
+    pub fn set_first(&self, fault: Fault, n: u64) {
+        self.inner.replan(Some(Plan {
+            fault,
+            p: 1.0,
+            left: Some(n),
+        }));
     }
 
     /// No fault from now on (hung requests are let go: reset).
@@ -216,7 +251,13 @@ async fn accept_loop(listener: TcpListener, addr: SocketAddr, inner: Arc<Inner>)
     let mut listener = Some(listener);
     loop {
         let changed = inner.changed.notified();
-        let refusing = matches!(*inner.plan.lock().unwrap(), Some((Fault::Refuse, _)));
+        let refusing = matches!(
+            *inner.plan.lock().unwrap(),
+            Some(Plan {
+                fault: Fault::Refuse,
+                ..
+            })
+        );
         if refusing {
             if listener.take().is_some() {
                 inner.count("refuse");
@@ -256,7 +297,7 @@ async fn rebind(addr: SocketAddr) -> TcpListener {
 }
 
 impl Inner {
-    fn replan(&self, plan: Option<(Fault, f64)>) {
+    fn replan(&self, plan: Option<Plan>) {
         *self.plan.lock().unwrap() = plan;
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_waiters();
@@ -268,8 +309,13 @@ impl Inner {
 
     /// The fault for this request, if any.
     fn decide(&self, req: &Message) -> Option<Fault> {
-        let plan = *self.plan.lock().unwrap();
-        let (mut fault, p) = plan?;
+        // One lock for the whole decision, so that concurrent requests
+        // cannot both take the last of a `set_first` budget.
+        let mut plan = self.plan.lock().unwrap();
+        let Plan { mut fault, p, left } = (*plan)?;
+        if left == Some(0) {
+            return None;
+        }
         if fault != Fault::Refuse && !self.rng.lock().unwrap().chance(p) {
             return None;
         }
@@ -277,6 +323,10 @@ impl Inner {
             let op = operation(req);
             fault = routes.iter().find(|(o, _)| *o == op).map(|(_, f)| *f)?;
         }
+        if let (Some(plan), Some(n)) = (plan.as_mut(), left) {
+            plan.left = Some(n - 1);
+        }
+        drop(plan);
         self.count(fault.label());
         Some(fault)
     }
@@ -412,6 +462,8 @@ async fn serve(client: TcpStream, inner: Arc<Inner>) {
                 };
                 inner.forwarded.fetch_add(1, Ordering::SeqCst);
                 match fault {
+                    // The write is committed; its answer never arrives.
+                    Some(Fault::DropAnswer) => return, // RST
                     Some(Fault::ResetMidResponse) => {
                         let half = resp.raw.len() / 2;
                         let _ = http1::write_all(&mut cw, &resp.raw[..half]).await;

@@ -575,3 +575,119 @@ async fn the_lambda_entry_point_takes_its_deadline_from_the_invocation() {
     }
     assert_eq!(t.orders().await.len(), 2);
 }
+
+/// Place an order through a proxy that drops the answer of the first `op`
+/// after DynamoDB applied it (the proxy forwards the request, reads the
+/// whole answer and resets the connection): the SDK cannot tell it from a
+/// request that never arrived, and sends it again. Then the same request
+/// again, as the client's own retry would.
+async fn place_with_the_first_answer_dropped(
+    op: &'static [(&'static str, Fault)],
+) -> (ApiDb, Response<Body>, Response<Body>) {
+    let t = ApiDb::new().await;
+    let proxy = FaultProxy::start(t.db.endpoint(), 27).await;
+    proxy.set_first(Fault::ByOperation(op), 1);
+    let api = t.api_with_client(client_for(&proxy.url()), &[]);
+    let first = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
+    // The claim, the commit, and the SDK's re-send of the dropped one.
+    assert_eq!(proxy.forwarded(), 3);
+    let again = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    (t, first, again)
+}
+
+/// The ambiguous failure the key exists for, on the claim: the re-sent
+/// PutItem is refused against this request's own claim (the attempt id it
+/// carries), which is not "another request in progress" but this one's:
+/// it goes on to 201, and the key is not locked until the lease ends.
+#[tokio::test]
+async fn a_claim_that_committed_unseen_is_the_requests_own_not_a_409() {
+    let (t, first, again) =
+        place_with_the_first_answer_dropped(&[("PutItem", Fault::DropAnswer)]).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    assert_eq!(header(&first, "idempotent-replayed"), None);
+    assert_eq!(again.status(), 201, "{}", text(&again));
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(text(&again), text(&first));
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+/// The same on the commit: the re-sent TransactWriteItems carries the same
+/// ClientRequestToken (the SDK re-sends the request it built once), so
+/// DynamoDB (and dynoxide) answers it as the success it was, not as a
+/// cancellation against its own committed write.
+#[tokio::test]
+async fn a_commit_that_committed_unseen_is_answered_by_its_token() {
+    let (t, first, again) =
+        place_with_the_first_answer_dropped(&[("TransactWriteItems", Fault::DropAnswer)]).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    assert_eq!(header(&first, "idempotent-replayed"), None);
+    assert_eq!(again.status(), 201, "{}", text(&again));
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(text(&again), text(&first));
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+/// An attempt id too long to be a ClientRequestToken (over 36 characters)
+/// is not sent as one; the SDK then fills in a token of its own, once per
+/// call, so a re-sent commit is still answered as its success.
+#[tokio::test]
+async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
+    let t = ApiDb::new().await;
+    let proxy = FaultProxy::start(t.db.endpoint(), 27).await;
+    let store = ApiStore::new(
+        client_for(&proxy.url()),
+        t.idempotency_table.clone(),
+        t.db.store(),
+    );
+    let value: Value = serde_json::from_str(BODY).unwrap();
+    let (key, fp) = (record_key(&Scope::Anonymous, "k"), fingerprint(&value));
+    let attempt = "a".repeat(37);
+    let now = epoch_ms();
+    let claim = Claim {
+        key: &key,
+        fingerprint: &fp,
+        attempt: &attempt,
+        lease_until: now + 30_000,
+        expires_at: now / 1000 + 86_400,
+        now_ms: now,
+    };
+    assert_eq!(store.claim(&claim).await, Ok(None));
+    let ev = order_consumer::orders::event::parse_body(Some(
+        &order_consumer::testing::body("ord-own", 1, "OrderPlaced", "ord-own-placed").to_string(),
+    ))
+    .unwrap();
+    let response = order_consumer::api::domain::StoredResponse {
+        status: 201,
+        body: "{}".into(),
+        location: "/orders/ord-own".into(),
+        expires_at: claim.expires_at,
+    };
+    proxy.set_first(
+        Fault::ByOperation(&[("TransactWriteItems", Fault::DropAnswer)]),
+        1,
+    );
+    assert_eq!(store.commit(&claim, &ev, &response).await, Ok(()));
+    assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
+    assert_eq!(t.orders().await.len(), 1);
+}
+
+/// The claim commits and its answer is lost on every one of the SDK's
+/// tries: the request cannot know, and answers 503. Its claim is given
+/// back, so the client's retry with the key places the order instead of
+/// being answered 409 by the request's own claim until the lease ends.
+#[tokio::test]
+async fn a_claim_whose_answer_never_arrives_is_given_back() {
+    let t = ApiDb::new().await;
+    let proxy = FaultProxy::start(t.db.endpoint(), 27).await;
+    proxy.set(Fault::ByOperation(&[("PutItem", Fault::DropAnswer)]), 1.0);
+    let api = t.api_with_client(client_for(&proxy.url()), &[]);
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert!(is_problem(&r, 503), "{}", text(&r));
+    assert!(proxy.injected().get("drop-answer").is_some_and(|n| *n >= 1));
+    assert!(t.records().await.is_empty(), "the claim was given back");
+    proxy.heal();
+    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(t.orders().await.len(), 1);
+}

@@ -19,6 +19,7 @@ use order_consumer::notifier::{NotifierConfig, NotifierFunction};
 use serde_json::{Value, json};
 
 use order_consumer::testing::provider::{Mode, Provider};
+use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::*;
 
 struct Setup {
@@ -39,6 +40,15 @@ impl Setup {
     }
 
     fn notifier(&self, env: &[(&str, &str)]) -> NotifierFunction {
+        self.notifier_with(&self.db.client, env)
+    }
+
+    /// The notifier with its own DynamoDB client (through a fault proxy).
+    fn notifier_with(
+        &self,
+        client: &aws_sdk_dynamodb::Client,
+        env: &[(&str, &str)],
+    ) -> NotifierFunction {
         let mut vars: HashMap<String, String> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -46,7 +56,7 @@ impl Setup {
         vars.insert("NOTIFICATIONS_TABLE".into(), self.table.clone());
         vars.insert("NOTIFY_WEBHOOK_URL".into(), self.provider.url.clone());
         let config = NotifierConfig::from_lookup(|k| vars.get(k).cloned()).expect("config");
-        function(&self.db.client, config)
+        function(client, config)
     }
 
     async fn item(&self, id: &str) -> Option<HashMap<String, AttributeValue>> {
@@ -647,4 +657,155 @@ async fn a_provider_outage_fails_the_invocation_and_a_partial_one_does_not() {
         .filter_map(|f| f.item_identifier)
         .collect();
     assert_eq!(failed, [format!("{:021}", 1005)]);
+}
+
+/// The claim's UpdateItem commits and its answer is lost (the proxy
+/// forwards it, reads the answer, resets the connection); the SDK sends it
+/// again and the re-send is refused against this attempt's own claim. That
+/// is the attempt's claim, not another invocation's: it sends, once, instead
+/// of reporting Busy and holding the shard back for the lease.
+#[tokio::test]
+async fn a_claim_that_committed_unseen_is_the_attempts_own_not_busy() {
+    let s = Setup::new().await;
+    let proxy = FaultProxy::start(s.db.endpoint(), 27).await;
+    proxy.set_first(Fault::ByOperation(&[("UpdateItem", Fault::DropAnswer)]), 1);
+    let n = s.notifier_with(&client_for(&proxy.url()), &[]);
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
+    assert_eq!(labels, ["Sent"]);
+    assert!(failed.is_empty());
+    let key = "order-ord-1-order-confirmation";
+    assert_eq!(s.provider.requests(key), 1, "sent once");
+    let item = s.item("ord-1#order-confirmation").await.expect("recorded");
+    assert_eq!(s_(&item, "status"), "SENT");
+    // One claim, applied once (the re-send changed nothing).
+    assert_eq!(item.get("attempts"), Some(&AttributeValue::N("1".into())));
+    let (labels, _) = run(&n, &event).await;
+    assert_eq!(labels, ["AlreadySent"]);
+}
+
+/// A POST the invocation's time left cannot cover to its end is not
+/// started (the batch's cutoff would cancel it half-sent, a delivery nobody
+/// can know about): the record is NotAttempted, the claim given back, and
+/// an invocation with the time sends it at once.
+#[tokio::test]
+async fn a_post_the_invocation_cannot_cover_is_not_started() {
+    let s = Setup::new().await;
+    // A 30 s webhook timeout; 10 s left, less the 2 s deadline margin.
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "30000")]);
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let (report, _) = n.handle_batch(&event, deadline).await;
+    assert_eq!(
+        outcome_of(&report),
+        NotifyOutcome::Unsettled(Unsettled::NotAttempted(
+            order_consumer::core::outcome::Skip::Deadline
+        ))
+    );
+    let key = "order-ord-1-order-confirmation";
+    assert_eq!(s.provider.requests(key), 0, "no POST started");
+    let item = s.item("ord-1#order-confirmation").await.expect("claimed");
+    assert_eq!(
+        item.get("lease_until"),
+        Some(&AttributeValue::N("0".into())),
+        "the claim was given back"
+    );
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Sent"]);
+    assert!(failed.is_empty());
+    assert_eq!(s.provider.requests(key), 1);
+}
+
+/// The lease covers the whole POST from the moment the claim is confirmed,
+/// however long the claim took: here its UpdateItem is held 2.5 s before it
+/// reaches DynamoDB (a slow network, the SDK's retries), and the webhook
+/// request may take 1 s. While the POST is at the provider, the claim's
+/// lease must still outlast the POST's whole timeout: otherwise another
+/// attempt could take the claim over and send while it runs.
+#[tokio::test]
+async fn the_lease_covers_the_whole_post_after_a_slow_claim() {
+    let s = Setup::new().await;
+    let proxy = FaultProxy::start(s.db.endpoint(), 27).await;
+    proxy.set_first(
+        Fault::ByOperation(&[(
+            "UpdateItem",
+            Fault::Latency {
+                before_ms: (2_500, 2_500),
+                after_ms: (0, 0),
+            },
+        )]),
+        1,
+    );
+    // A client patient enough to wait for it in one attempt.
+    let patient = order_consumer::testing::client_with(
+        &proxy.url(),
+        order_consumer::core::dynamo::retry_config(),
+        aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(Duration::from_secs(10))
+            .operation_timeout(Duration::from_secs(10))
+            .build(),
+    );
+    let post_timeout = 1_000;
+    let n = s.notifier_with(&patient, &[("NOTIFY_TIMEOUT_MS", "1000")]);
+    s.provider.set_mode(Mode::Hang);
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let running = tokio::spawn(async move { n.handle_batch(&event, far_deadline()).await.0 });
+    let key = "order-ord-1-order-confirmation";
+    while s.provider.requests(key) == 0 {
+        assert!(!running.is_finished(), "the POST was never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The POST is running: its lease must outlast its whole timeout.
+    let at_post = epoch_ms();
+    let item = s.item("ord-1#order-confirmation").await.expect("claimed");
+    let lease: u64 = s_(&item, "lease_until").parse().unwrap_or(0);
+    assert_eq!(proxy.injected().get("latency"), Some(&1));
+    assert!(
+        lease >= at_post + post_timeout,
+        "the lease ends {} ms after the POST started, before its {post_timeout} ms timeout",
+        lease.saturating_sub(at_post)
+    );
+    let report = running.await.expect("no panic");
+    assert_eq!(
+        outcome_of(&report),
+        NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable))
+    );
+}
+
+/// The claim commits and its answer is lost on every one of the SDK's
+/// tries: the attempt fails, not knowing. Its claim is given back (the
+/// release, an UpdateItem too, commits even though its own answers are
+/// dropped), so the retry sends at once instead of finding its own dead
+/// claim Busy until the lease ends.
+#[tokio::test]
+async fn a_claim_whose_answer_never_arrives_is_given_back() {
+    let s = Setup::new().await;
+    let proxy = FaultProxy::start(s.db.endpoint(), 27).await;
+    proxy.set(
+        Fault::ByOperation(&[("UpdateItem", Fault::DropAnswer)]),
+        1.0,
+    );
+    let n = s.notifier_with(&client_for(&proxy.url()), &[]);
+    let event = stream(vec![record(1, "ord-1", None, Some("PLACED"))]);
+    let (report, _) = n.handle_batch(&event, far_deadline()).await;
+    assert_eq!(
+        outcome_of(&report),
+        NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
+            order_consumer::core::error::StoreError::Network
+        )))
+    );
+    let key = "order-ord-1-order-confirmation";
+    assert_eq!(s.provider.requests(key), 0);
+    let item = s.item("ord-1#order-confirmation").await.expect("claimed");
+    assert_eq!(
+        item.get("lease_until"),
+        Some(&AttributeValue::N("0".into())),
+        "the claim was given back"
+    );
+    proxy.heal();
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(labels, ["Sent"]);
+    assert!(failed.is_empty());
+    assert_eq!(s.provider.requests(key), 1);
 }
