@@ -571,7 +571,7 @@ async fn ledger_figures(r: &mut Report) {
             median(row.requests)
         ));
     }
-    r.line("\nOne TransactWriteItems per first-time message (the entry, the account's balance; a refund also its capture's refundable amount); a redelivery is refused by the entry's condition inside that same request, and the cancellation reasons classify it. An account's messages apply one after another (they all write its item), so a batch runs at most as many at once as it has accounts.");
+    r.line("\nOne TransactWriteItems per first-time message (the entry, the account's balance; a refund also its capture's refundable amount, and a check that the capture is not parked); a redelivery is refused by the entry's condition inside that same request, and the cancellation reasons classify it. An account's messages apply one after another (they all write its item), so a batch runs at most as many at once as it has accounts.");
 }
 
 /// An order image as the order consumer writes it (what the notifier reads).

@@ -86,10 +86,11 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "outputs": ["PaymentQueueUrl", "PaymentDeadLetterQueueUrl", "LedgerTableName", "AccountsTableName",
                     "PaymentLedgerFunctionName"],
         "params": ["LedgerBatchSize"],
-        # TransactWriteItems is authorised per item: Put of the entry and
-        # Update of the capture on the ledger, Update of the balance.
+        # TransactWriteItems is authorised per item: Put of the entry,
+        # Update of the capture and ConditionCheck that it is not parked on
+        # the ledger, Update of the balance.
         "tables": {
-            "LedgerTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem"}, "entry_id"),
+            "LedgerTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}, "entry_id"),
             "AccountsTable": ({"dynamodb:UpdateItem"}, "account_id"),
         },
         "env_tables": {"LEDGER_TABLE": "LedgerTable", "ACCOUNTS_TABLE": "AccountsTable"},

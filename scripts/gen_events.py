@@ -199,6 +199,13 @@ def ledger_main():
         (dict(ev=ref5, receive_count=2, message_id=mid("05-over-refund.json", 1)), "Duplicate"),
         (dict(ev=pay6, receive_count=2, message_id=mid("06-currency-mismatch.json", 0)), "Duplicate"),
     ])
+    ref9 = payment("PaymentRefunded", "evt-ref-9", "pay-6", "acct-1", 400, currency="USD", refund_id="ref-9", minute=20)
+    ledger_scenario("09-refund-of-parked-capture.json",
+                    "a refund of pay-6, whose capture is parked: parked too (never Early for ever), naming the capture's "
+                    "suspense entry; the refund re-published under a new eventId finds it: Duplicate", [
+        (dict(ev=ref9), "Suspended"),
+        (dict(ev=ref9 | {"eventId": "evt-ref-9-republished"}), "Duplicate"),
+    ])
     (LEDGER_OUT / "scenarios.json").write_text(json.dumps(LEDGER_SCENARIOS, indent=2) + "\n")
     print(f"wrote {len(LEDGER_SCENARIOS)} ledger scenarios to {LEDGER_OUT}")
 

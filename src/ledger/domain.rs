@@ -7,9 +7,10 @@
 //! reads it index by index, most decisive first.
 //!
 //! An event the ledger cannot post (a refund beyond its capture, a currency
-//! other than the account's) describes money that moved at the provider, so
-//! it is never simply dropped: it is parked in a suspense entry
-//! ([`Decision::Park`]) and acknowledged only once that entry is written.
+//! other than the account's, a refund of a capture that is itself parked)
+//! describes money that moved at the provider, so it is never simply
+//! dropped: it is parked in a suspense entry ([`Decision::Park`]) and
+//! acknowledged only once that entry is written.
 //! [`classify_park_refusal`] reads the stored item when the suspense entry
 //! already exists.
 
@@ -63,6 +64,9 @@ pub struct Cancellation {
     pub entry: Reason<EntrySnapshot>,
     /// Refunds only: the capture entry's Update.
     pub capture: Option<Reason<EntrySnapshot>>,
+    /// Refunds only: the ConditionCheck that the capture is not parked (its
+    /// suspense entry does not exist); when it is, the item is that entry.
+    pub capture_parked: Option<Reason<SuspenseSnapshot>>,
     /// The account's Update.
     pub account: Reason<AccountSnapshot>,
 }
@@ -76,6 +80,11 @@ pub enum SuspenseReason {
     OverRefund { refundable: i128, requested: u64 },
     /// The account holds another currency.
     CurrencyMismatch { account_currency: String },
+    /// The refund's capture could not be posted and is parked itself, so
+    /// there is nothing to refund from. `capture_entry` is the capture's
+    /// suspense entry (`suspense:pay:{paymentId}`): resolving that one
+    /// decides this one.
+    CaptureParked { capture_entry: String },
 }
 
 impl SuspenseReason {
@@ -84,6 +93,7 @@ impl SuspenseReason {
         match self {
             SuspenseReason::OverRefund { .. } => "over-refund",
             SuspenseReason::CurrencyMismatch { .. } => "currency-mismatch",
+            SuspenseReason::CaptureParked { .. } => "capture-parked",
         }
     }
 }
@@ -158,6 +168,9 @@ impl std::fmt::Display for LedgerOutcome {
             // variant keeps them for callers and tests).
             LedgerOutcome::Suspended(SuspenseReason::OverRefund { .. }) => f.write_str(
                 "Suspended: the refund exceeds what is left on its capture; parked in suspense",
+            ),
+            LedgerOutcome::Suspended(SuspenseReason::CaptureParked { .. }) => f.write_str(
+                "Suspended: the refund's capture is parked in suspense; parked in suspense too",
             ),
             LedgerOutcome::Suspended(SuspenseReason::CurrencyMismatch { account_currency }) => {
                 write!(
@@ -241,6 +254,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
     if let Some(t) = [
         transient(&c.entry),
         c.capture.as_ref().and_then(transient),
+        c.capture_parked.as_ref().and_then(transient),
         transient(&c.account),
     ]
     .into_iter()
@@ -267,7 +281,35 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
         _ => {}
     }
 
-    // 2. Refunds: the capture must exist, match, and have enough left.
+    // 2. Refunds: the capture must not be parked. A parked capture never
+    //    becomes an entry by itself (an account's currency never changes),
+    //    so its refund would be Early until SQS gave up on it: the refund
+    //    is parked too, naming the capture's suspense entry. Checked before
+    //    the capture's own reason, which for a parked capture only says
+    //    "missing", exactly as for a capture that has not arrived yet.
+    match &c.capture_parked {
+        Some(Reason::ConditionFailed(Some(parked))) => {
+            return if parked.account_id != ev.account_id.as_str()
+                || parked.currency != ev.currency.as_str()
+            {
+                settled(LedgerOutcome::Conflict(
+                    LedgerConflict::RefundDoesNotMatchCapture,
+                ))
+            } else {
+                Decision::Park(SuspenseReason::CaptureParked {
+                    capture_entry: ev.capture_suspense_entry_id(),
+                })
+            };
+        }
+        Some(Reason::ConditionFailed(None)) => {
+            return settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::RefusedWithoutItem,
+            )));
+        }
+        _ => {}
+    }
+
+    // 3. Refunds: the capture must exist, match, and have enough left.
     if let (Movement::Refunded { .. }, Some(Reason::ConditionFailed(found))) =
         (&ev.movement, &c.capture)
     {
@@ -294,7 +336,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
         )));
     }
 
-    // 3. The account: same currency (or, for a capture, a new account).
+    // 4. The account: same currency (or, for a capture, a new account).
     match &c.account {
         // An account's currency never changes once set.
         Reason::ConditionFailed(Some(account)) if account.currency != ev.currency.as_str() => {
@@ -314,6 +356,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
             let code = [
                 other_code(&c.entry),
                 c.capture.as_ref().and_then(other_code),
+                c.capture_parked.as_ref().and_then(other_code),
                 other_code(&c.account),
             ]
             .into_iter()
@@ -419,6 +462,8 @@ mod tests {
     ) -> Cancellation {
         Cancellation {
             entry,
+            // A refund's capture is not parked unless a test says so.
+            capture_parked: capture.as_ref().map(|_| Reason::Ok),
             capture,
             account,
         }
@@ -486,6 +531,99 @@ mod tests {
                 LedgerConflict::RefundDoesNotMatchCapture
             ))
         );
+    }
+
+    /// The refund of a capture parked in suspense: its transaction is
+    /// cancelled by the ConditionCheck on the capture's suspense entry (and
+    /// the capture's Update, which finds no capture, and the account's,
+    /// which holds another currency). It is parked, naming that entry,
+    /// never Early: the capture will not be posted by any redelivery.
+    #[test]
+    fn the_refund_of_a_parked_capture_is_parked_naming_the_capture_s_suspense_entry() {
+        let r = refund(200);
+        let parked_capture = |account: &str, currency: &str| SuspenseSnapshot {
+            account_id: account.into(),
+            amount: 500,
+            currency: currency.into(),
+            payment_id: "p1".into(),
+            attempt: "earlier".into(),
+        };
+        let account_in_usd = Reason::ConditionFailed(Some(AccountSnapshot {
+            currency: "USD".into(),
+            balance: 10,
+        }));
+        let with_parked =
+            |parked: Reason<SuspenseSnapshot>, account: Reason<AccountSnapshot>| Cancellation {
+                entry: Reason::Ok,
+                capture: Some(Reason::ConditionFailed(None)),
+                capture_parked: Some(parked),
+                account,
+            };
+        let want = Decision::Park(SuspenseReason::CaptureParked {
+            capture_entry: "suspense:pay:p1".into(),
+        });
+        // Whatever the account says (it holds another currency, or matches).
+        for account in [account_in_usd.clone(), Reason::Ok] {
+            assert_eq!(
+                classify_cancellation(
+                    &r,
+                    &with_parked(
+                        Reason::ConditionFailed(Some(parked_capture("a1", "INR"))),
+                        account
+                    )
+                ),
+                want
+            );
+        }
+        // The capture is missing and not parked: it has not arrived yet.
+        assert_eq!(
+            classify_cancellation(&r, &with_parked(Reason::Ok, account_in_usd.clone())),
+            Decision::Settled(LedgerOutcome::Early)
+        );
+        // Parked under another account or currency than the refund names.
+        for other in [parked_capture("a2", "INR"), parked_capture("a1", "USD")] {
+            assert_eq!(
+                classify_cancellation(
+                    &r,
+                    &with_parked(Reason::ConditionFailed(Some(other)), Reason::Ok)
+                ),
+                Decision::Settled(LedgerOutcome::Conflict(
+                    LedgerConflict::RefundDoesNotMatchCapture
+                ))
+            );
+        }
+        // Refused without the item: unreadable, retried.
+        assert_eq!(
+            classify_cancellation(&r, &with_parked(Reason::ConditionFailed(None), Reason::Ok)),
+            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::RefusedWithoutItem
+            )))
+        );
+        // A redelivery of a refund already posted stays a Duplicate.
+        let posted = Cancellation {
+            entry: Reason::ConditionFailed(Some(entry("a1", -200, None))),
+            ..with_parked(
+                Reason::ConditionFailed(Some(parked_capture("a1", "INR"))),
+                Reason::Ok,
+            )
+        };
+        assert_eq!(
+            classify_cancellation(&r, &posted),
+            Decision::Settled(LedgerOutcome::Duplicate)
+        );
+        // Contention on the check is retried like any other.
+        assert!(matches!(
+            classify_cancellation(&r, &with_parked(Reason::TransactionConflict, Reason::Ok)),
+            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
+                StoreError::Server { .. }
+            )))
+        ));
+        let code = SuspenseReason::CaptureParked {
+            capture_entry: "suspense:pay:p1".into(),
+        };
+        assert_eq!(code.code(), "capture-parked");
+        let shown = LedgerOutcome::Suspended(code).to_string();
+        assert!(shown.contains("parked in suspense"), "{shown}");
     }
 
     #[test]

@@ -64,6 +64,13 @@ impl LedgerEvent {
         capture_entry_id(self.payment_id.as_str())
     }
 
+    /// Where the capture a refund draws on is parked, if it could not be
+    /// posted: derived from the paymentId alone, like the capture entry, so
+    /// a refund's transaction can check it without a read.
+    pub fn capture_suspense_entry_id(&self) -> String {
+        format!("suspense:{}", self.capture_entry_id())
+    }
+
     /// The signed amount the entry holds and the balance moves by.
     pub fn signed_amount(&self) -> i128 {
         let a = i128::from(self.amount.get());
@@ -174,6 +181,9 @@ mod tests {
         let r = parse(&r).expect("refund");
         assert_eq!(r.entry_id(), "refund:r1");
         assert_eq!(r.capture_entry_id(), "pay:p1");
+        // The key the capture is parked under, whichever event parked it.
+        assert_eq!(r.capture_suspense_entry_id(), c.suspense_entry_id());
+        assert_eq!(r.capture_suspense_entry_id(), "suspense:pay:p1");
         assert_eq!(r.signed_amount(), -200);
     }
 

@@ -11,7 +11,10 @@
 //! An event that can never be posted is parked with one conditional PutItem
 //! of its suspense entry ([`LedgerStore::park`]) in the same table, under
 //! `suspense:{entry id}`: written once, atomically, and read back from the
-//! refusal (`ALL_OLD`) when it already exists.
+//! refusal (`ALL_OLD`) when it already exists. A refund's transaction also
+//! checks that its capture is not parked (`suspense:pay:{paymentId}`, a key
+//! it can derive), so that the refund of a parked capture is parked in turn
+//! instead of waiting for a capture entry that will never be written.
 
 use std::collections::HashMap;
 
@@ -21,7 +24,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, Put, ReturnValuesOnConditionCheckFailure,
+    AttributeValue, CancellationReason, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure,
     TransactWriteItem, Update,
 };
 
@@ -135,6 +138,9 @@ impl LedgerStore {
             SuspenseReason::CurrencyMismatch { account_currency } => {
                 item.insert("account_currency".to_owned(), s(account_currency));
             }
+            SuspenseReason::CaptureParked { capture_entry } => {
+                item.insert("capture_suspense_entry".to_owned(), s(capture_entry));
+            }
         }
         let result = self
             .client
@@ -152,8 +158,8 @@ impl LedgerStore {
     }
 
     /// The transaction's items, in the order [`map_error`] reads the
-    /// cancellation reasons: the new entry, (refunds) the capture, the
-    /// account. Nothing in them varies between the SDK's retries of one
+    /// cancellation reasons: the new entry, (refunds) the capture and the
+    /// check that it is not parked, the account. Nothing in them varies between the SDK's retries of one
     /// call (no processing time inside), which the ClientRequestToken
     /// requires: the same token with other parameters would be an
     /// IdempotentParameterMismatch.
@@ -213,6 +219,25 @@ impl LedgerStore {
                 .build()
                 .map_err(built)?;
             items.push(TransactWriteItem::builder().update(capture).build());
+            // A capture that could not be posted is parked under a key the
+            // refund can derive. While it is, the refund can never be
+            // posted either: this check fails, returns that suspense entry,
+            // and the refund is parked naming it (not Early until SQS gives
+            // up). In the transaction rather than read after an Early
+            // cancellation: the refusal carries the entry, as the other
+            // items' do, and the decision is taken on one snapshot.
+            let not_parked = ConditionCheck::builder()
+                .table_name(&self.ledger_table)
+                .key(ENTRY_KEY, s(&ev.capture_suspense_entry_id()))
+                .condition_expression("attribute_not_exists(entry_id)")
+                .return_values_on_condition_check_failure(all_old.clone())
+                .build()
+                .map_err(built)?;
+            items.push(
+                TransactWriteItem::builder()
+                    .condition_check(not_parked)
+                    .build(),
+            );
         }
 
         let account = Update::builder()
@@ -270,7 +295,7 @@ fn cancellation(
     reasons: &[CancellationReason],
 ) -> Result<Cancellation, StoreError> {
     let refund = matches!(ev.movement, Movement::Refunded { .. });
-    let expected = if refund { 3 } else { 2 };
+    let expected = if refund { 4 } else { 2 };
     if reasons.len() != expected {
         return Err(StoreError::Client {
             code: format!(
@@ -283,6 +308,11 @@ fn cancellation(
         entry: reason(&reasons[0], entry_snapshot)?,
         capture: if refund {
             Some(reason(&reasons[1], entry_snapshot)?)
+        } else {
+            None
+        },
+        capture_parked: if refund {
+            Some(reason(&reasons[2], suspense_snapshot)?)
         } else {
             None
         },

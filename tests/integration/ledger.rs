@@ -280,6 +280,133 @@ async fn a_capture_in_another_currency_than_the_account_is_parked_in_suspense() 
     assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
 }
 
+/// The refund of a capture parked for its currency: parked too, in its own
+/// suspense entry naming the capture's, and acknowledged; never Early (the
+/// capture entry it waits for will never be written, and SQS would drop
+/// the refund from the DLQ after its retention period). Its copies find its
+/// suspense entry; nothing is posted.
+#[tokio::test]
+async fn the_refund_of_a_parked_capture_is_parked_naming_the_capture_s_entry() {
+    let db = LedgerDb::new().await;
+    let l = db.consumer();
+    run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 500)])).await;
+    let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
+    let refund = payment("PaymentRefunded", "e3", "p2", Some("r2"), "a1", 40, "USD");
+    let (labels, _) = run_ledger(&l, &batch_of(&[usd])).await;
+    assert_eq!(labels, ["Suspended"], "the capture is parked first");
+
+    let (report, response) = l
+        .handle_batch(&batch_of(std::slice::from_ref(&refund)), far_deadline())
+        .await;
+    assert_eq!(
+        report.records[0].outcome,
+        LedgerOutcome::Suspended(SuspenseReason::CaptureParked {
+            capture_entry: "suspense:pay:p2".into()
+        })
+    );
+    assert!(failed_ids(&response.expect("partial response")).is_empty());
+    let item = suspense(&db, "refund:r2").await;
+    let keys = [
+        "entry_id",
+        "event_id",
+        "event_type",
+        "payment_id",
+        "refund_id",
+        "account_id",
+        "amount",
+        "currency",
+        "occurred_at",
+        "suspense_reason",
+        "capture_suspense_entry",
+    ];
+    assert_eq!(
+        fields(&item, &keys),
+        owned(&[
+            ("entry_id", "suspense:refund:r2"),
+            ("event_id", "e3"),
+            ("event_type", "PaymentRefunded"),
+            ("payment_id", "p2"),
+            ("refund_id", "r2"),
+            ("account_id", "a1"),
+            ("amount", "40"),
+            ("currency", "USD"),
+            ("occurred_at", "2026-11-29T10:15:00Z"),
+            ("suspense_reason", "capture-parked"),
+            ("capture_suspense_entry", "suspense:pay:p2"),
+        ])
+    );
+    assert_eq!(item.len(), keys.len() + 2, "{item:?}");
+
+    // A redelivery, a re-publish under a new eventId, and both in one batch:
+    // each finds the refund's suspense entry, Duplicate, acknowledged.
+    let mut republished = refund.clone();
+    republished["eventId"] = json!("e3-republished");
+    for batch in [
+        vec![refund.clone()],
+        vec![republished.clone()],
+        vec![refund.clone(), republished],
+    ] {
+        let (labels, failed) = run_ledger(&l, &batch_of(&batch)).await;
+        assert!(labels.iter().all(|l| *l == "Duplicate"), "{labels:?}");
+        assert!(failed.is_empty());
+    }
+    // Nothing posted: the capture, two suspense entries, the INR balance.
+    assert_eq!(db.entries().await.len(), 3);
+    assert!(db.entry("pay:p2").await.is_none());
+    assert!(db.entry("refund:r2").await.is_none());
+    assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
+
+    // A refund naming the parked capture under another currency is the
+    // same producer bug as for a posted capture: Conflict, not parked.
+    let (labels, failed) = run_ledger(
+        &l,
+        &batch_of(&[payment(
+            "PaymentRefunded",
+            "e4",
+            "p2",
+            Some("r3"),
+            "a1",
+            40,
+            "INR",
+        )]),
+    )
+    .await;
+    assert_eq!(labels, ["Conflict"]);
+    assert_eq!(failed, ["m-0"]);
+    assert!(db.entry("suspense:refund:r3").await.is_none());
+}
+
+/// The refund arrives before its capture, which is then parked: Early while
+/// the capture is unknown (it may yet be posted), parked once the capture
+/// is, whichever batch brings them; the same final state as the other order.
+#[tokio::test]
+async fn a_refund_before_its_capture_waits_then_is_parked_with_it() {
+    let db = LedgerDb::new().await;
+    let l = db.consumer();
+    run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 500)])).await;
+    let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
+    let refund = payment("PaymentRefunded", "e3", "p2", Some("r2"), "a1", 40, "USD");
+    let (labels, failed) = run_ledger(&l, &batch_of(std::slice::from_ref(&refund))).await;
+    assert_eq!(labels, ["Early"], "the capture may still be posted");
+    assert_eq!(failed, ["m-0"]);
+    assert_eq!(db.entries().await.len(), 1);
+
+    // The capture and the redelivered refund in one batch: capture first.
+    let (labels, failed) = run_ledger(&l, &batch_of(&[refund, usd])).await;
+    assert_eq!(labels, ["Suspended", "Suspended"]);
+    assert!(failed.is_empty());
+    assert_eq!(
+        s(&suspense(&db, "refund:r2").await, "capture_suspense_entry"),
+        "suspense:pay:p2"
+    );
+    assert_eq!(
+        s(&suspense(&db, "pay:p2").await, "suspense_reason"),
+        "currency-mismatch"
+    );
+    assert_eq!(db.entries().await.len(), 3);
+    assert_eq!(db.account("a1").await, Some((500, 1, "INR".into())));
+}
+
 #[tokio::test]
 async fn a_parked_event_with_other_content_is_a_conflict_and_not_acknowledged() {
     let db = LedgerDb::new().await;

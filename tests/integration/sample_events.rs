@@ -164,10 +164,17 @@ async fn each_ledger_sample_event_shows_its_outcome() {
     assert_eq!(db.account("acct-1").await, Some((300_000, 2, "INR".into())));
     assert_eq!(db.account("acct-2").await, Some((125_000, 2, "INR".into())));
     assert_eq!(db.account("acct-3").await, Some((50_000, 2, "INR".into())));
-    // Six entries, and the over-refund and the USD capture parked once each
-    // (their redeliveries in 08 added nothing).
-    for parked in ["suspense:refund:ref-5", "suspense:pay:pay-6"] {
+    // Six entries, and the over-refund, the USD capture and its refund
+    // parked once each (their redeliveries in 08 and 09 added nothing).
+    for parked in [
+        "suspense:refund:ref-5",
+        "suspense:pay:pay-6",
+        "suspense:refund:ref-9",
+    ] {
         assert!(db.entry(parked).await.is_some(), "{parked} missing");
     }
-    assert_eq!(db.entries().await.len(), 8);
+    let refund = db.entry("suspense:refund:ref-9").await.expect("ref-9");
+    assert_eq!(s(&refund, "suspense_reason"), "capture-parked");
+    assert_eq!(s(&refund, "capture_suspense_entry"), "suspense:pay:pay-6");
+    assert_eq!(db.entries().await.len(), 9);
 }
