@@ -371,13 +371,21 @@ mod tests {
             "| class | `MaxReceiveCount` 5 | `MaxReceiveCount` 10 (the template's default) |\n|---|---|---|\n",
         );
         for (label, class, receives_off) in [
-            ("predecessor (Early): until the DLQ", RetryClass::Predecessor, 0),
+            (
+                "predecessor (Early): until the DLQ",
+                RetryClass::Predecessor,
+                0,
+            ),
             (
                 "predecessor (Early): until its last receive",
                 RetryClass::Predecessor,
                 1,
             ),
-            ("dependency (Failed): until the DLQ", RetryClass::Dependency, 0),
+            (
+                "dependency (Failed): until the DLQ",
+                RetryClass::Dependency,
+                0,
+            ),
             ("hopeless (Invalid, Conflict)", RetryClass::Hopeless, 0),
         ] {
             let cell = |n: u32| {
@@ -408,8 +416,14 @@ mod tests {
     fn the_tables_in_the_docs_are_the_codes() {
         let doc = include_str!("../../docs/retry-timing.md");
         let (budget, after) = doc_tables(&BackoffPolicy::default());
-        assert!(doc.contains(&budget), "docs/retry-timing.md should hold:\n{budget}");
-        assert!(doc.contains(&after), "docs/retry-timing.md should hold:\n{after}");
+        assert!(
+            doc.contains(&budget),
+            "docs/retry-timing.md should hold:\n{budget}"
+        );
+        assert!(
+            doc.contains(&after),
+            "docs/retry-timing.md should hold:\n{after}"
+        );
     }
 
     #[test]
