@@ -72,7 +72,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                     "FunctionName", "LogGroupName"],
         "tables": {"OrdersTable": ({"dynamodb:UpdateItem"}, "order_id")},
         "env_tables": {"TABLE_NAME": "OrdersTable"},
-        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "METRICS_NAMESPACE"],
+        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "METRICS_NAMESPACE",
+                     "MAX_RECEIVE_COUNT"],
         "fifo_param": True,
     },
     "PaymentLedgerFunction": {
@@ -94,7 +95,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             "AccountsTable": ({"dynamodb:UpdateItem"}, "account_id"),
         },
         "env_tables": {"LEDGER_TABLE": "LedgerTable", "ACCOUNTS_TABLE": "AccountsTable"},
-        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "METRICS_NAMESPACE"],
+        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "METRICS_NAMESPACE", "MAX_RECEIVE_COUNT"],
         "fifo_param": False,
         # EMF outcome counts that mean "a person must act": events parked in
         # suspense (acknowledged, so neither the DLQ nor Errors would show them).

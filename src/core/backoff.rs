@@ -80,10 +80,11 @@ impl Default for BackoffPolicy {
     /// An Early event's predecessor is usually a moment behind it: start at
     /// 1 s and stay under a minute. A dependency that failed after the SDK's
     /// own retries needs longer: start at 5 s, stay under 5 minutes. With
-    /// the template's ten receives an Early event has between 151 s and
-    /// 303 s for its predecessor, and a failing dependency between about 12
-    /// and 25 minutes to recover, before the DLQ; both far inside any
-    /// queue's retention.
+    /// the template's ten receives an Early event's predecessor has at
+    /// least 121 s (until the event's last receive; less after long
+    /// throttling, see [`BackoffPolicy::after_throttling`]), and a failing
+    /// dependency between about 12 and 25 minutes to recover, before the
+    /// DLQ; both far inside any queue's retention.
     fn default() -> Self {
         BackoffPolicy {
             predecessor: Curve {
@@ -182,6 +183,74 @@ impl BackoffPolicy {
         (1..=max_receive_count)
             .map(|n| self.ceiling_secs(class, n))
             .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// An Early event whose first receives failed on throttling, against a
+/// predecessor throttled alongside it ([`BackoffPolicy::after_throttling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AfterThrottling {
+    /// The receives the event spent failing on the dependency before it
+    /// was found Early; 0 for an event that was never throttled.
+    pub throttled: u32,
+    /// The least time between its first and its last throttled receive:
+    /// how long the throttling lasted, at least.
+    pub throttled_for_secs: u64,
+    /// The least time from its last throttled receive (its first receive
+    /// when never throttled) to its last receive: the predecessor must be
+    /// applied before then.
+    pub event_left_secs: u64,
+    /// The longest the predecessor, handed out and throttled as often, can
+    /// wait after that same receive before it comes back: the dependency
+    /// curve's ceiling there. `None` when nothing was throttled.
+    pub predecessor_back_secs: Option<u64>,
+}
+
+impl AfterThrottling {
+    /// Is the predecessor back by the event's last receive in every draw?
+    pub fn in_time(&self) -> bool {
+        self.predecessor_back_secs
+            .is_none_or(|back| back <= self.event_left_secs)
+    }
+}
+
+impl BackoffPolicy {
+    /// For each number of throttled receives `k` (0 up to the last but
+    /// one), what is left of an Early event's `max_receive_count` receives
+    /// once the throttling is over, against a predecessor throttled on as
+    /// many receives (docs/retry-timing.md, "After throttling"). The event's
+    /// receive count includes its throttled receives, so after them it has
+    /// only `max_receive_count − k` receives left on the predecessor curve,
+    /// while the predecessor may still wait out a delay of the dependency
+    /// curve.
+    pub fn after_throttling(&self, max_receive_count: u32) -> Vec<AfterThrottling> {
+        let least = |class, n| self.ceiling_secs(class, n) / 2;
+        let early_until_last = |from: u32| -> u64 {
+            (from..max_receive_count)
+                .map(|n| least(RetryClass::Predecessor, n))
+                .fold(0u64, u64::saturating_add)
+        };
+        (0..max_receive_count)
+            .map(|k| {
+                if k == 0 {
+                    return AfterThrottling {
+                        throttled: 0,
+                        throttled_for_secs: 0,
+                        event_left_secs: early_until_last(1),
+                        predecessor_back_secs: None,
+                    };
+                }
+                AfterThrottling {
+                    throttled: k,
+                    throttled_for_secs: (1..k)
+                        .map(|n| least(RetryClass::Dependency, n))
+                        .fold(0u64, u64::saturating_add),
+                    event_left_secs: least(RetryClass::Dependency, k)
+                        .saturating_add(early_until_last(k + 1)),
+                    predecessor_back_secs: Some(self.ceiling_secs(RetryClass::Dependency, k)),
+                }
+            })
+            .collect()
     }
 }
 
@@ -286,5 +355,119 @@ mod tests {
             let err = policy(&bad).expect_err("invalid");
             assert!(!err.to_string().contains("soon"), "{err}");
         }
+    }
+
+    /// The two tables of docs/retry-timing.md, from the code, so that the
+    /// document cannot drift from it.
+    fn doc_tables(p: &BackoffPolicy) -> (String, String) {
+        let span = |least: u64, worst: u64| {
+            if least == worst {
+                format!("{least} s")
+            } else {
+                format!("{least} s to {worst} s")
+            }
+        };
+        let mut budget = String::from(
+            "| class | `MaxReceiveCount` 5 | `MaxReceiveCount` 10 (the template's default) |\n|---|---|---|\n",
+        );
+        for (label, class, receives_off) in [
+            (
+                "predecessor (Early): until the DLQ",
+                RetryClass::Predecessor,
+                0,
+            ),
+            (
+                "predecessor (Early): until its last receive",
+                RetryClass::Predecessor,
+                1,
+            ),
+            (
+                "dependency (Failed): until the DLQ",
+                RetryClass::Dependency,
+                0,
+            ),
+            ("hopeless (Invalid, Conflict)", RetryClass::Hopeless, 0),
+        ] {
+            let cell = |n: u32| {
+                let n = n - receives_off;
+                span(p.least_case_secs(class, n), p.worst_case_secs(class, n))
+            };
+            budget += &format!("| {label} | {} | {} |\n", cell(5), cell(10));
+        }
+        let mut after = String::from(
+            "| throttled receives | throttled for at least | the event's last receive, at least | the predecessor back, at most | in time |\n|---|---|---|---|---|\n",
+        );
+        for row in p.after_throttling(10) {
+            let (throttled_for, back) = match row.predecessor_back_secs {
+                None => ("–".to_owned(), "–".to_owned()),
+                Some(b) => (format!("{} s", row.throttled_for_secs), format!("{b} s")),
+            };
+            after += &format!(
+                "| {} | {throttled_for} | {} s | {back} | {} |\n",
+                row.throttled,
+                row.event_left_secs,
+                if row.in_time() { "yes" } else { "**no**" }
+            );
+        }
+        (budget, after)
+    }
+
+    #[test]
+    fn the_tables_in_the_docs_are_the_codes() {
+        let doc = include_str!("../../docs/retry-timing.md");
+        let (budget, after) = doc_tables(&BackoffPolicy::default());
+        assert!(
+            doc.contains(&budget),
+            "docs/retry-timing.md should hold:\n{budget}"
+        );
+        assert!(
+            doc.contains(&after),
+            "docs/retry-timing.md should hold:\n{after}"
+        );
+    }
+
+    #[test]
+    fn after_long_throttling_an_early_event_can_run_out_before_its_predecessor() {
+        let p = BackoffPolicy::default();
+        let rows = p.after_throttling(10);
+        assert_eq!(rows.len(), 10);
+        // Never throttled: the predecessor has the Early curve's floors
+        // until the last receive, 0 + 1 + 2 + 4 + 8 + 16 + 30 × 3.
+        assert_eq!(rows[0].event_left_secs, 121);
+        assert!(rows[0].in_time());
+        // Six throttled receives: 80 s of the event's own dependency delay,
+        // then 30 s × 3; the predecessor is back within 160 s.
+        assert_eq!(
+            (rows[6].event_left_secs, rows[6].predecessor_back_secs),
+            (170, Some(160))
+        );
+        assert!(rows[6].in_time());
+        // Seven: 150 + 30 × 2 = 210 s against a predecessor that may wait
+        // 300 s. From here on the promise does not hold.
+        assert_eq!(
+            (rows[7].event_left_secs, rows[7].predecessor_back_secs),
+            (210, Some(300))
+        );
+        let late: Vec<u32> = rows
+            .iter()
+            .filter(|r| !r.in_time())
+            .map(|r| r.throttled)
+            .collect();
+        assert_eq!(late, [7, 8, 9]);
+        // The last throttled receive before the last one can never be made
+        // safe by the curves alone: the event and its predecessor draw
+        // from the same dependency delay, and the event has no receive left
+        // after it.
+        let last = rows[9];
+        assert_eq!(last.event_left_secs, 150);
+        assert!(!last.in_time());
+        // More receives move the line (docs/retry-timing.md): with 15, the
+        // first row out of time is 10 throttled receives, 607 s of them.
+        let first_late = p
+            .after_throttling(15)
+            .into_iter()
+            .find(|r| !r.in_time())
+            .map(|r| (r.throttled, r.throttled_for_secs));
+        assert_eq!(first_late, Some((10, 607)));
     }
 }

@@ -39,6 +39,10 @@ pub struct Settings {
     pub max_concurrency: usize,
     /// Time kept back before the invocation deadline.
     pub deadline_margin: Duration,
+    /// The source queue's `maxReceiveCount`, if the function knows it. A
+    /// strictly ordered group's failed record on its last receive then does
+    /// not hold the group's later records back ([`holds_group_back`]).
+    pub max_receive_count: Option<u32>,
 }
 
 /// One consumer's record handling. Implemented by the order consumer, the
@@ -336,6 +340,7 @@ pub async fn process<H: Handler>(
         records,
         parsed: &parsed,
         strict,
+        settings,
         cx: BatchContext::new(
             deadline
                 .checked_sub(settings.deadline_margin)
@@ -377,6 +382,7 @@ struct GroupRun<'a, H: Handler> {
     records: &'a [H::Record],
     parsed: &'a [Result<H::Event, ParseError>],
     strict: bool,
+    settings: Settings,
     cx: BatchContext,
 }
 
@@ -396,8 +402,15 @@ impl<H: Handler> GroupRun<'_, H> {
             span.in_scope(|| log_outcome(&outcome));
             // Strict order (FIFO, streams): once a record of the group is not
             // acknowledged, applying a later one would reorder the group, so
-            // the rest wait for the redelivery.
-            if self.strict && !outcome.acknowledged() {
+            // the rest wait for the redelivery; unless this record will not
+            // be redelivered (see `holds_group_back`).
+            if self.strict
+                && !outcome.acknowledged()
+                && holds_group_back(
+                    self.records[i].receive_count(),
+                    self.settings.max_receive_count,
+                )
+            {
                 blocked = true;
             }
             out.push((i, outcome));
@@ -421,6 +434,24 @@ impl<H: Handler> GroupRun<'_, H> {
     }
 }
 
+/// Does a strictly ordered record that is not acknowledged hold the later
+/// records of its group back? Yes while it may come back and succeed: they
+/// must not overtake it. No on its last receive (`receive_count` at or
+/// above the queue's `max_receive_count`): SQS moves it to the DLQ instead
+/// of handing it out again, so the group goes on without it whatever the
+/// later records do. Holding them back then would not keep them behind it,
+/// only spend their receives: SQS counts a receive for every message of
+/// the group it hands out, so they would reach `maxReceiveCount` together
+/// with it and follow it to the DLQ unattempted. Attempting them now is
+/// what would happen once it has left. Unknown on either side (a stream,
+/// a function not told the queue's `maxReceiveCount`): it holds them back.
+pub fn holds_group_back(receive_count: Option<u32>, max_receive_count: Option<u32>) -> bool {
+    match (receive_count, max_receive_count) {
+        (Some(n), Some(max)) => n < max,
+        _ => true,
+    }
+}
+
 fn record_span<H: Handler>(handler: &H, record: &H::Record, ev: Option<&H::Event>) -> Span {
     handler.span(record.id().unwrap_or("-"), ev)
 }
@@ -432,5 +463,33 @@ fn log_outcome<O: Verdict>(outcome: &O) {
         Level::ERROR => tracing::error!(detail = %outcome, "record processed"),
         Level::WARN => tracing::warn!(detail = %outcome, "record processed"),
         _ => tracing::info!(detail = %outcome, "record processed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_record_holds_its_group_back_unless_it_is_on_its_last_receive() {
+        for (receive_count, max, holds) in [
+            (Some(1), Some(5), true),
+            (Some(4), Some(5), true),
+            // Its last receive: SQS moves it to the DLQ next.
+            (Some(5), Some(5), false),
+            // The queue's maxReceiveCount was lowered since: also the last.
+            (Some(7), Some(5), false),
+            (Some(1), Some(1), false),
+            // Unknown: hold back, as strict order asks.
+            (None, Some(5), true),
+            (Some(5), None, true),
+            (None, None, true),
+        ] {
+            assert_eq!(
+                holds_group_back(receive_count, max),
+                holds,
+                "{receive_count:?} of {max:?}"
+            );
+        }
     }
 }

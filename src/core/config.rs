@@ -33,6 +33,13 @@ pub struct Runtime {
     /// message that is not acknowledged comes back. `None` when off: it
     /// then comes back after the queue's visibility timeout.
     pub retry_backoff: Option<BackoffPolicy>,
+    /// `MAX_RECEIVE_COUNT` (1..=1000, unset by default): the source queue's
+    /// redrive `maxReceiveCount`, which the template sets from the same
+    /// parameter. On a FIFO queue a failed record on its last receive then
+    /// no longer holds its group's later records back
+    /// ([`Settings::max_receive_count`]). Unset: every failed record holds
+    /// them back.
+    pub max_receive_count: Option<u32>,
 }
 
 /// What names a function in its metrics and log lines, read the same way
@@ -108,6 +115,11 @@ impl Runtime {
                     });
                 }
             },
+            max_receive_count: match get("MAX_RECEIVE_COUNT").filter(|s| !s.trim().is_empty()) {
+                // SQS's own range for a redrive policy's maxReceiveCount.
+                Some(_) => Some(parse_in(get, "MAX_RECEIVE_COUNT", 0, 1..=1_000)? as u32),
+                None => None,
+            },
         })
     }
 
@@ -116,6 +128,7 @@ impl Runtime {
         Settings {
             max_concurrency: self.max_concurrency,
             deadline_margin: self.deadline_margin,
+            max_receive_count: self.max_receive_count,
         }
     }
 }
@@ -209,5 +222,26 @@ mod tests {
         );
         let err = runtime(&[("BACKOFF_FAILED_CAP_SECS", "1")]).expect_err("cap below base");
         assert!(err.to_string().contains("BACKOFF_FAILED_CAP_SECS"), "{err}");
+    }
+
+    #[test]
+    fn max_receive_count_is_optional_and_in_sqs_range() {
+        assert_eq!(runtime(&[]).expect("unset").max_receive_count, None);
+        assert_eq!(
+            runtime(&[("MAX_RECEIVE_COUNT", " ")])
+                .expect("blank")
+                .max_receive_count,
+            None
+        );
+        let r = runtime(&[("MAX_RECEIVE_COUNT", "10")]).expect("set");
+        assert_eq!(r.max_receive_count, Some(10));
+        assert_eq!(r.settings().max_receive_count, Some(10));
+        for bad in ["0", "1001", "ten", "-1"] {
+            let err = runtime(&[("MAX_RECEIVE_COUNT", bad)]).expect_err("refused");
+            assert_eq!(
+                err.to_string(),
+                "environment variable MAX_RECEIVE_COUNT is invalid: expected an integer in 1..=1000"
+            );
+        }
     }
 }

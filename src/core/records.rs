@@ -54,6 +54,12 @@ pub trait BatchRecord: Sync {
     fn redelivery(&self) -> Option<Redeliverable<'_>> {
         None
     }
+    /// How often the source has handed this record out, this time included
+    /// (SQS's `ApproximateReceiveCount`); `None` where the source does not
+    /// say, or says something unreadable.
+    fn receive_count(&self) -> Option<u32> {
+        None
+    }
 }
 
 impl BatchRecord for SqsMessage {
@@ -80,16 +86,18 @@ impl BatchRecord for SqsMessage {
     /// The receipt handle, the queue, and the receive count (an absent or
     /// unreadable count is taken as the first receive).
     fn redelivery(&self) -> Option<Redeliverable<'_>> {
-        let receive_count = self
-            .attributes
-            .get("ApproximateReceiveCount")
-            .and_then(|n| n.parse::<u32>().ok())
-            .unwrap_or(1);
+        let receive_count = self.receive_count().unwrap_or(1);
         Some(Redeliverable {
             queue_arn: self.event_source_arn.as_deref()?,
             receipt_handle: self.receipt_handle.as_deref().filter(|h| !h.is_empty())?,
             receive_count,
         })
+    }
+
+    fn receive_count(&self) -> Option<u32> {
+        self.attributes
+            .get("ApproximateReceiveCount")
+            .and_then(|n| n.parse::<u32>().ok())
     }
 }
 

@@ -99,6 +99,85 @@ async fn an_invalid_record_blocks_the_rest_of_its_fifo_group() {
     assert_eq!(failed, ["bad", "a1"]);
 }
 
+/// `record` as it is handed out for the `n`-th time.
+fn on_receive(
+    mut record: aws_lambda_events::event::sqs::SqsMessage,
+    n: u32,
+) -> aws_lambda_events::event::sqs::SqsMessage {
+    record
+        .attributes
+        .insert("ApproximateReceiveCount".into(), n.to_string());
+    record
+}
+
+// SQS counts a receive for every message of a group it hands out, so the
+// records held behind a failed head reach maxReceiveCount with it. On the
+// head's last receive they are attempted: held back, they would follow it
+// to the DLQ unattempted.
+#[tokio::test]
+async fn a_fifo_heads_last_receive_lets_the_rest_of_its_group_go_on() {
+    let db = TestDb::new().await;
+    let (c, _) = db.counted_consumer(&[("MAX_RECEIVE_COUNT", "5")]);
+    let rec = |id: &str, order: &str, seq, kind, eid: &str, n| {
+        on_receive(
+            fifo_record(id, &body(order, seq, kind, eid).to_string(), "grp"),
+            n,
+        )
+    };
+    let group = |head_receive| {
+        batch(vec![
+            on_receive(fifo_record("bad", "{broken", "grp"), head_receive),
+            rec("a1", "ord-a", 1, "OrderPlaced", "a1", head_receive),
+            // Early: ord-c has no OrderPlaced.
+            rec("c2", "ord-c", 2, "OrderPaid", "c2", head_receive),
+            // Sent after the head's third receive, so handed out fewer times.
+            rec("e2", "ord-e", 2, "OrderPaid", "e2", 2),
+            rec("b1", "ord-b", 1, "OrderPlaced", "b1", 2),
+        ])
+    };
+    // Before its last receive the poison head holds its group back.
+    let (report, failed) = run(&c, &group(4)).await;
+    assert_eq!(
+        labels(&report),
+        [
+            "Invalid",
+            "NotAttempted",
+            "NotAttempted",
+            "NotAttempted",
+            "NotAttempted"
+        ]
+    );
+    assert_eq!(failed, ["bad", "a1", "c2", "e2", "b1"]);
+    assert_eq!(db.history("ord-a").await, Vec::<String>::new());
+
+    // On its last one it goes to the DLQ next, and the group goes on: a1
+    // applies; c2 is Early on its own last receive, so it goes to the DLQ
+    // too, with its own verdict, and does not hold the rest back either;
+    // e2 is Early with receives left, so it comes back and holds b1 back.
+    let (report, failed) = run(&c, &group(5)).await;
+    assert_eq!(
+        labels(&report),
+        ["Invalid", "Applied", "Early", "Early", "NotAttempted"]
+    );
+    assert_eq!(failed, ["bad", "c2", "e2", "b1"]);
+    assert_eq!(db.history("ord-a").await, ["a1"]);
+    assert_eq!(db.history("ord-b").await, Vec::<String>::new());
+
+    // A function not told the queue's maxReceiveCount holds back on every
+    // receive, as before.
+    let (report, _) = run(&db.consumer(), &group(5)).await;
+    assert_eq!(
+        labels(&report),
+        [
+            "Invalid",
+            "NotAttempted",
+            "NotAttempted",
+            "NotAttempted",
+            "NotAttempted"
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_same_records_on_a_standard_queue_are_reordered_by_seq() {
     let db = TestDb::new().await;
