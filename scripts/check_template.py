@@ -608,6 +608,28 @@ def _(m: Model) -> None:
     assert float(got) > src, f"DLQ retention {got} <= source queue retention {src:g}"
 
 
+def max_body_bytes() -> int:
+    """MAX_BODY_BYTES of src/core/wire.rs: the largest body the consumers read."""
+    src = (ROOT / "src" / "core" / "wire.rs").read_text()
+    found = re.search(r"pub const MAX_BODY_BYTES: usize = ([0-9_ *]+);", src)
+    assert found, "MAX_BODY_BYTES not found in src/core/wire.rs"
+    value = 1
+    for factor in found.group(1).replace("_", "").split("*"):
+        value *= int(factor)
+    return value
+
+
+@check("source queue and DLQ MaximumMessageSize are SQS's 1 MiB, the largest body the function reads (MAX_BODY_BYTES)")
+def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # a stream has no queue; see the stream checks
+    limit = max_body_bytes()
+    assert limit == 1048576, f"MAX_BODY_BYTES is {limit}, not SQS's 1 MiB"
+    for q in (m.source_queue(), m.dlq()):
+        got = m.props(q).get("MaximumMessageSize")
+        assert got is not None and int(got) == limit, f"{q}: MaximumMessageSize is {got!r}, not {limit}"
+
+
 @check("RedrivePolicy maxReceiveCount >= 5 (default and parameter MinValue)")
 def _(m: Model) -> None:
     if not sqs_fed(m):
