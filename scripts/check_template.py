@@ -106,7 +106,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "owns": [
             "NotificationsTable", "NotifierFailureQueue", "OrderNotifierRole", "OrderNotifierLogGroup",
             "OrderNotifierFunction", "NotifierFailureQueueAlarm", "OrderNotifierIteratorAgeAlarm",
-            "OrderNotifierRejectedAlarm", "OrderNotifierErrorsAlarm", "OrderNotifierThrottlesAlarm",
+            "OrderNotifierRejectedAlarm", "OrderNotifierUnreadableAlarm", "OrderNotifierErrorsAlarm",
+            "OrderNotifierThrottlesAlarm",
         ],
         "outputs": ["NotificationsTableName", "NotifierFailureQueueUrl", "OrderNotifierFunctionName"],
         # The orders table's stream has no other reader (see the template).
@@ -134,6 +135,9 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "forbidden_env": ["NOTIFY_WEBHOOK_URL"],
         # Final refusals (HTTP 422) are counted under this EMF metric.
         "rejected_metric": "Rejected",
+        # Stream records it can never read, recorded and skipped: each may
+        # be a notification owed, so each pages.
+        "outcome_alarms": ["Unreadable"],
     },
     # Fed by an API Gateway HTTP API, not by a queue or a stream: no event
     # source mapping, no SQS, no stream, no SSM. It writes the orders table
@@ -773,7 +777,7 @@ def _(m: Model) -> None:
 # the dashboard may chart only these in their namespaces.
 EMF_METRICS = {
     "Applied", "Duplicate", "Stale", "Rejected", "Early", "Conflict", "Invalid", "Failed", "NotAttempted",
-    "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy",
+    "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy", "Unreadable", "AlreadyUnreadable",
     "BatchSize", "CacheHits", "CacheMisses", "ColdStart", "VisibilityChanged", "VisibilityFailed",
 }
 # The order API's EMF line (namespace OrderApi): one count per request's
