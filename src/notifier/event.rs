@@ -122,3 +122,101 @@ fn unreadable(record: &EventRecord, error: ParseError) -> Result<Unreadable, Par
     )
     .ok_or(error)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A stream record as Lambda delivers it; `change` patched by the case.
+    fn record(patch: impl FnOnce(&mut serde_json::Value)) -> EventRecord {
+        let mut v = json!({
+            "eventID": "ev-7", "eventName": "MODIFY", "awsRegion": "us-east-1",
+            "dynamodb": {
+                "Keys": {"order_id": {"S": "ord-7"}},
+                "OldImage": {"order_id": {"S": "ord-7"}, "status": {"S": "PAID"}},
+                "NewImage": {"order_id": {"S": "ord-7"}, "status": {"S": "SHIPPED"},
+                             "carrier": {"S": "secret-carrier"}},
+                "SequenceNumber": "700", "SizeBytes": 1
+            }
+        });
+        patch(&mut v);
+        serde_json::from_value(v).expect("a stream record")
+    }
+
+    #[test]
+    fn a_readable_record_is_a_change() {
+        let Ok(Read::Change(c)) = read_record(&record(|_| {})) else {
+            panic!("readable")
+        };
+        assert_eq!(c.order_id, "ord-7");
+        assert_eq!(c.new_status, Some(Status::Shipped));
+    }
+
+    /// Every way a record can never be read is a dead letter keyed by the
+    /// record (its eventID, else its SequenceNumber) with the parser's
+    /// reason and no value; only a record with neither id stays an error.
+    #[test]
+    fn a_record_that_can_never_be_read_is_unreadable_with_its_reason() {
+        type Patch = fn(&mut serde_json::Value);
+        let cases: [(Patch, &str, Option<&str>, &str); 5] = [
+            (
+                |v| v["dynamodb"]["NewImage"]["status"] = json!({"S": "LOST-secret"}),
+                "`NewImage.status` is invalid: is not an order status",
+                Some("ord-7"),
+                "stream:event:ev-7#unreadable",
+            ),
+            (
+                |v| v["dynamodb"]["OldImage"]["status"] = json!({"N": "1"}),
+                "`OldImage` must be an order item",
+                Some("ord-7"),
+                "stream:event:ev-7#unreadable",
+            ),
+            (
+                |v| {
+                    v["dynamodb"]["Keys"] = json!({});
+                    v["dynamodb"]["NewImage"]["order_id"] = json!({"S": ""});
+                    v["dynamodb"]["OldImage"]["order_id"] = json!({"S": ""});
+                },
+                "missing required field `Keys.order_id`",
+                None,
+                "stream:event:ev-7#unreadable",
+            ),
+            (
+                |v| {
+                    v["eventID"] = json!("");
+                    v["dynamodb"]["NewImage"]["status"] = json!({"S": "LOST"});
+                },
+                "`NewImage.status` is invalid: is not an order status",
+                Some("ord-7"),
+                "stream:sequence:700#unreadable",
+            ),
+            (
+                |v| v["dynamodb"]["Keys"]["order_id"] = json!({"N": "7"}),
+                "`Keys` must be an order item",
+                None,
+                "stream:event:ev-7#unreadable",
+            ),
+        ];
+        for (patch, reason, order, id) in cases {
+            let Ok(Read::Unreadable(u)) = read_record(&record(patch)) else {
+                panic!("{reason}: not unreadable")
+            };
+            assert_eq!(u.error.to_string(), reason);
+            assert_eq!(u.order_id.as_deref(), order, "{reason}");
+            assert_eq!(u.id(), id, "{reason}");
+            assert_eq!(u.sequence_number.as_deref(), Some("700"));
+            assert_eq!(u.event_name.as_deref(), Some("MODIFY"));
+            assert!(!format!("{u:?}").contains("secret"), "{u:?}");
+        }
+        let neither = record(|v| {
+            v["eventID"] = json!("");
+            v["dynamodb"]
+                .as_object_mut()
+                .unwrap()
+                .remove("SequenceNumber");
+            v["dynamodb"]["NewImage"]["status"] = json!({"S": "LOST"});
+        });
+        assert!(read_record(&neither).is_err());
+    }
+}
