@@ -54,7 +54,10 @@ fn lifecycle_bodies(n: usize, prefix: &str) -> Vec<Value> {
 
 /// Lambda's invocation payload limit, which bounds an SQS batch in bytes
 /// (an event source mapping may be configured for 10,000 records, but it
-/// delivers at most 6 MB of them).
+/// delivers at most 6 MB of them). For bodies at SQS's 1 MiB maximum that is
+/// five records; the reliability test
+/// `hostile::the_largest_deliverable_batch_of_max_size_bodies_completes`
+/// measures it through the binary.
 const MAX_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
 
 /// The largest batch of [`lifecycle_bodies`] whose SQS event fits in

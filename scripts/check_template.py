@@ -108,7 +108,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "owns": [
             "NotificationsTable", "NotifierFailureQueue", "OrderNotifierRole", "OrderNotifierLogGroup",
             "OrderNotifierFunction", "NotifierFailureQueueAlarm", "OrderNotifierIteratorAgeAlarm",
-            "OrderNotifierRejectedAlarm", "OrderNotifierErrorsAlarm", "OrderNotifierThrottlesAlarm",
+            "OrderNotifierRejectedAlarm", "OrderNotifierUnreadableAlarm", "OrderNotifierErrorsAlarm",
+            "OrderNotifierThrottlesAlarm",
         ],
         "outputs": ["NotificationsTableName", "NotifierFailureQueueUrl", "OrderNotifierFunctionName"],
         # The orders table's stream has no other reader (see the template).
@@ -136,6 +137,9 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "forbidden_env": ["NOTIFY_WEBHOOK_URL"],
         # Final refusals (HTTP 422) are counted under this EMF metric.
         "rejected_metric": "Rejected",
+        # Stream records it can never read, recorded and skipped: each may
+        # be a notification owed, so each pages.
+        "outcome_alarms": ["Unreadable"],
     },
     # Fed by an API Gateway HTTP API, not by a queue or a stream: no event
     # source mapping, no SQS, no stream, no SSM. It writes the orders table
@@ -610,6 +614,28 @@ def _(m: Model) -> None:
     assert float(got) > src, f"DLQ retention {got} <= source queue retention {src:g}"
 
 
+def max_body_bytes() -> int:
+    """MAX_BODY_BYTES of src/core/wire.rs: the largest body the consumers read."""
+    src = (ROOT / "src" / "core" / "wire.rs").read_text()
+    found = re.search(r"pub const MAX_BODY_BYTES: usize = ([0-9_ *]+);", src)
+    assert found, "MAX_BODY_BYTES not found in src/core/wire.rs"
+    value = 1
+    for factor in found.group(1).replace("_", "").split("*"):
+        value *= int(factor)
+    return value
+
+
+@check("source queue and DLQ MaximumMessageSize are SQS's 1 MiB, the largest body the function reads (MAX_BODY_BYTES)")
+def _(m: Model) -> None:
+    if not sqs_fed(m):
+        return  # a stream has no queue; see the stream checks
+    limit = max_body_bytes()
+    assert limit == 1048576, f"MAX_BODY_BYTES is {limit}, not SQS's 1 MiB"
+    for q in (m.source_queue(), m.dlq()):
+        got = m.props(q).get("MaximumMessageSize")
+        assert got is not None and int(got) == limit, f"{q}: MaximumMessageSize is {got!r}, not {limit}"
+
+
 @check("RedrivePolicy maxReceiveCount >= 5 (default and parameter MinValue)")
 def _(m: Model) -> None:
     if not sqs_fed(m):
@@ -753,7 +779,7 @@ def _(m: Model) -> None:
 # the dashboard may chart only these in their namespaces.
 EMF_METRICS = {
     "Applied", "Duplicate", "Stale", "Rejected", "Early", "Conflict", "Invalid", "Failed", "NotAttempted",
-    "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy",
+    "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy", "Unreadable", "AlreadyUnreadable",
     "BatchSize", "CacheHits", "CacheMisses", "ColdStart", "VisibilityChanged", "VisibilityFailed",
 }
 # The order API's EMF line (namespace OrderApi): one count per request's

@@ -40,8 +40,8 @@ import redrive_local  # noqa: E402 - scripts/, next to this directory
 ORDER_LABELS = ("Applied", "Duplicate", "Stale", "Rejected", "Early", "Conflict", "Invalid", "Failed",
                 "NotAttempted")
 LEDGER_LABELS = ("Applied", "Duplicate", "Early", "Suspended", "Conflict", "Invalid", "Failed", "NotAttempted")
-NOTIFIER_LABELS = ("Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Rejected", "Busy", "Invalid",
-                   "Failed", "NotAttempted")
+NOTIFIER_LABELS = ("Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Rejected", "Busy", "Unreadable",
+                   "AlreadyUnreadable", "Invalid", "Failed", "NotAttempted")
 
 
 def scan(ddb, table, key):

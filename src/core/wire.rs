@@ -6,9 +6,14 @@
 
 use serde_json::{Map, Value};
 use thiserror::Error;
-/// Largest body we look at. SQS caps a message at 256 KiB; anything larger
-/// cannot be a real SQS message and is refused before JSON parsing.
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// Largest body we look at: SQS's message size limit, 1 MiB (1,048,576
+/// bytes, raised from 256 KiB: refusing what SQS now delivers
+/// would send valid events to the DLQ). Anything larger cannot be a real SQS
+/// message and is refused before JSON parsing. What a body is turned into is
+/// bounded separately (ids by [`MAX_ID_BYTES`], texts by [`MAX_TEXT_BYTES`],
+/// unknown fields ignored), so a large body never makes a large item:
+/// DynamoDB's 400 KB item limit is not at stake.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Identifiers (event, order, customer, payment, tracking) are short keys.
 /// DynamoDB allows 2 KiB for a partition key; we are far stricter so that a
 /// runaway producer cannot bloat items or logs.

@@ -10,6 +10,7 @@ use tracing::Level;
 
 use crate::core::error::StoreError;
 use crate::core::outcome::{Failure, Unsettled, Verdict};
+use crate::core::wire::{MAX_ID_BYTES, ParseError};
 use crate::orders::domain::Status;
 
 /// The notifications customers get.
@@ -54,6 +55,64 @@ pub struct Change {
     pub customer_id: Option<String>,
     pub tracking_id: Option<String>,
     pub carrier: Option<String>,
+}
+
+/// A stream record that can never be read as an order change, as its dead
+/// letter in the notifications table keeps it: where it was, the order if
+/// its keys name one, and why it was refused. Never a value of its images:
+/// they carry customer data, and [`ParseError`] never echoes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    id: String,
+    /// The record's `eventID`.
+    pub event_id: Option<String>,
+    /// The record's `dynamodb.SequenceNumber`.
+    pub sequence_number: Option<String>,
+    /// `INSERT`, `MODIFY` or `REMOVE`.
+    pub event_name: Option<String>,
+    /// From the record's `Keys`, when they hold an `order_id` string.
+    pub order_id: Option<String>,
+    /// Why it cannot be read.
+    pub error: ParseError,
+}
+
+/// What a dead letter's key ends in. A notification's key ends in
+/// `#{template}`, and no template is this, so the two never collide.
+pub const UNREADABLE_SUFFIX: &str = "#unreadable";
+
+impl Unreadable {
+    /// `None` without an eventID or a SequenceNumber of at most
+    /// [`MAX_ID_BYTES`]: the record then has nothing stable to be recorded
+    /// under.
+    pub fn new(
+        event_id: Option<String>,
+        sequence_number: Option<String>,
+        event_name: Option<String>,
+        order_id: Option<String>,
+        error: ParseError,
+    ) -> Option<Unreadable> {
+        let usable = |v: &Option<String>| v.clone().filter(|s| s.len() <= MAX_ID_BYTES);
+        let id = match (usable(&event_id), usable(&sequence_number)) {
+            (Some(e), _) => format!("stream:event:{e}{UNREADABLE_SUFFIX}"),
+            (None, Some(s)) => format!("stream:sequence:{s}{UNREADABLE_SUFFIX}"),
+            (None, None) => return None,
+        };
+        Some(Unreadable {
+            id,
+            event_id,
+            sequence_number,
+            event_name,
+            order_id,
+            error,
+        })
+    }
+
+    /// The notifications table's key for the dead letter: the record's
+    /// eventID (else its SequenceNumber), the same on every redelivery, so
+    /// the record is recorded once however often it comes back.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
 }
 
 /// One notification to deliver.
@@ -188,6 +247,13 @@ pub enum NotifyOutcome {
     AlreadyRejected,
     /// Another invocation holds a live claim on it: retry later.
     Busy,
+    /// The record can never be read (a malformed image, an unknown status,
+    /// no order id): recorded now in the notifications table with the
+    /// reason, counted, alarmed on and logged at ERROR, then acknowledged so
+    /// that the records behind it on its shard go on.
+    Unreadable(ParseError),
+    /// An unreadable record that was recorded before (a redelivery).
+    AlreadyUnreadable(ParseError),
     /// Invalid, Failed (the notifications table or the provider) or
     /// NotAttempted, as for every consumer.
     #[strum(transparent)]
@@ -233,6 +299,13 @@ impl fmt::Display for NotifyOutcome {
             }
             NotifyOutcome::AlreadyRejected => f.write_str("AlreadyRejected: recorded as rejected"),
             NotifyOutcome::Busy => f.write_str("Busy: another invocation is sending it"),
+            NotifyOutcome::Unreadable(e) => write!(
+                f,
+                "Unreadable: {e}; recorded in the notifications table and skipped"
+            ),
+            NotifyOutcome::AlreadyUnreadable(e) => {
+                write!(f, "AlreadyUnreadable: {e}; recorded before")
+            }
             NotifyOutcome::Unsettled(u) => u.fmt(f),
         }
     }
@@ -248,8 +321,8 @@ impl Verdict for NotifyOutcome {
         }
     }
 
-    /// Done for good: delivered (now or before), refused for good, or
-    /// nothing to deliver.
+    /// Done for good: delivered (now or before), refused for good, nothing
+    /// to deliver, or unreadable and durably recorded as such.
     fn acknowledge(&self) -> bool {
         matches!(
             self,
@@ -258,6 +331,8 @@ impl Verdict for NotifyOutcome {
                 | NotifyOutcome::NothingToSend
                 | NotifyOutcome::Rejected { .. }
                 | NotifyOutcome::AlreadyRejected
+                | NotifyOutcome::Unreadable(_)
+                | NotifyOutcome::AlreadyUnreadable(_)
         )
     }
 
@@ -272,8 +347,11 @@ impl Verdict for NotifyOutcome {
             | NotifyOutcome::AlreadySent
             | NotifyOutcome::NothingToSend
             | NotifyOutcome::AlreadyRejected
+            | NotifyOutcome::AlreadyUnreadable(_)
             | NotifyOutcome::Busy => Level::INFO,
             NotifyOutcome::Rejected { .. } => Level::WARN,
+            // Someone has to look at the producer of the record.
+            NotifyOutcome::Unreadable(_) => Level::ERROR,
             NotifyOutcome::Unsettled(u) => u.level(),
         }
     }
@@ -430,6 +508,65 @@ mod tests {
         assert_eq!(n.id(), "ord-1#shipping-notice");
         assert_eq!(n.idempotency_key(), "order-ord-1-shipping-notice");
         assert_eq!(n.body()["template"], "shipping-notice");
+    }
+
+    #[test]
+    fn an_unreadable_record_is_keyed_by_its_event_id_else_its_sequence_number() {
+        let err = ParseError::MissingField {
+            path: "Keys.order_id".into(),
+        };
+        let u = |e: Option<&str>, s: Option<&str>| {
+            Unreadable::new(
+                e.map(str::to_owned),
+                s.map(str::to_owned),
+                Some("MODIFY".into()),
+                None,
+                err.clone(),
+            )
+            .map(|u| u.id().to_owned())
+        };
+        assert_eq!(
+            u(Some("ev-1"), Some("100")).as_deref(),
+            Some("stream:event:ev-1#unreadable")
+        );
+        assert_eq!(
+            u(None, Some("100")).as_deref(),
+            Some("stream:sequence:100#unreadable")
+        );
+        let huge = "e".repeat(MAX_ID_BYTES + 1);
+        assert_eq!(
+            u(Some(&huge), Some("100")).as_deref(),
+            Some("stream:sequence:100#unreadable")
+        );
+        assert_eq!(u(None, None), None);
+        // Never a notification's key: those end in a template.
+        for t in [
+            Template::OrderConfirmation,
+            Template::ShippingNotice,
+            Template::CancellationNotice,
+        ] {
+            assert_ne!(format!("#{}", t.as_str()), UNREADABLE_SUFFIX);
+        }
+    }
+
+    #[test]
+    fn an_unreadable_record_is_acknowledged_once_recorded_and_logged_at_error() {
+        let err = ParseError::InvalidValue {
+            path: "NewImage.status".into(),
+            reason: "is not an order status",
+        };
+        let first = NotifyOutcome::Unreadable(err.clone());
+        let again = NotifyOutcome::AlreadyUnreadable(err);
+        assert!(first.acknowledged() && again.acknowledged());
+        assert_eq!(first.level(), Level::ERROR);
+        assert_eq!(again.level(), Level::INFO);
+        assert_eq!(first.label(), "Unreadable");
+        assert_eq!(again.label(), "AlreadyUnreadable");
+        assert_eq!(
+            first.to_string(),
+            "Unreadable: `NewImage.status` is invalid: is not an order status; \
+             recorded in the notifications table and skipped"
+        );
     }
 
     #[test]

@@ -17,6 +17,12 @@
 //! retry sends again under the same key and the provider deduplicates. The
 //! table makes retries cheap and visible; the key makes them harmless.
 //!
+//! A stream record that can never be read (a malformed image, an unknown
+//! status, no order id) is recorded in the same table under its own eventID
+//! (`UNREADABLE`, with the reason), counted as `Unreadable` and acknowledged:
+//! retrying it could never succeed and would hold every later record of its
+//! shard until it aged out. Only if that write fails is it retried.
+//!
 //! - [`event`]: the contract, a stream record read into a [`domain::Change`].
 //! - [`domain`]: which changes notify, outcomes, reading a refused claim.
 //! - [`store`]: the notifications table.
@@ -49,9 +55,10 @@ use crate::core::time::{epoch_ms, unique_id};
 use crate::core::wire::ParseError;
 use crate::orders::domain::Status;
 use domain::{
-    Change, ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, TooLate, classify_claim_refusal,
-    notification_for,
+    ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, TooLate, Unreadable,
+    classify_claim_refusal, notification_for,
 };
+use event::Read;
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
 
@@ -94,27 +101,40 @@ impl NotifierHandler {
 
 impl Handler for NotifierHandler {
     type Record = EventRecord;
-    type Event = Change;
+    type Event = Read;
     type Outcome = NotifyOutcome;
 
-    fn parse(&self, record: &EventRecord) -> Result<Change, ParseError> {
-        event::parse_change(record)
+    /// An unreadable record is not a parse error here but an event of its
+    /// own ([`Read::Unreadable`]), applied by recording it: the batch would
+    /// otherwise report it failed, and Lambda would retry the shard from it
+    /// for a day.
+    fn parse(&self, record: &EventRecord) -> Result<Read, ParseError> {
+        event::read_record(record)
     }
 
-    fn key(&self, change: &Change) -> String {
-        change.order_id.clone()
+    /// The order (the batch groups stream records by their item key
+    /// anyway); a record without one is a group of its own.
+    fn key(&self, read: &Read) -> String {
+        match read {
+            Read::Change(c) => c.order_id.clone(),
+            Read::Unreadable(u) => u.order_id.clone().unwrap_or_else(|| u.id().to_owned()),
+        }
     }
 
     /// Stream records keep their order; no rank is needed.
-    fn rank(&self, _change: &Change) -> u64 {
+    fn rank(&self, _read: &Read) -> u64 {
         0
     }
 
-    fn span(&self, record_id: &str, change: Option<&Change>) -> Span {
+    fn span(&self, record_id: &str, read: Option<&Read>) -> Span {
+        let change = match read {
+            Some(Read::Change(c)) => Some(c),
+            _ => None,
+        };
         tracing::info_span!(
             "record",
             sequence_number = record_id,
-            order_id = change.map(|c| c.order_id.as_str()),
+            order_id = read.and_then(Read::order_id),
             old_status = change.and_then(|c| c.old_status).map(Status::as_str),
             new_status = change.and_then(|c| c.new_status).map(Status::as_str),
             outcome = field::Empty,
@@ -122,13 +142,20 @@ impl Handler for NotifierHandler {
     }
 
     /// A change that notifies nobody costs nothing, not even time.
-    fn settle_without_io(&self, change: &Change, _cx: &BatchContext) -> Option<NotifyOutcome> {
-        notification_for(change)
-            .is_none()
-            .then_some(NotifyOutcome::NothingToSend)
+    fn settle_without_io(&self, read: &Read, _cx: &BatchContext) -> Option<NotifyOutcome> {
+        match read {
+            Read::Change(change) => notification_for(change)
+                .is_none()
+                .then_some(NotifyOutcome::NothingToSend),
+            Read::Unreadable(_) => None,
+        }
     }
 
-    async fn apply(&self, change: &Change, cx: &BatchContext) -> NotifyOutcome {
+    async fn apply(&self, read: &Read, cx: &BatchContext) -> NotifyOutcome {
+        let change = match read {
+            Read::Change(change) => change,
+            Read::Unreadable(u) => return self.record_unreadable(u).await,
+        };
         let Some(n) = notification_for(change) else {
             return NotifyOutcome::NothingToSend;
         };
@@ -215,6 +242,18 @@ impl Handler for NotifierHandler {
                 }
                 NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e)))
             }
+        }
+    }
+}
+
+impl NotifierHandler {
+    /// Record an unreadable record once; acknowledged only when it is
+    /// recorded (now or by an earlier delivery).
+    async fn record_unreadable(&self, u: &Unreadable) -> NotifyOutcome {
+        match self.store.record_unreadable(u, epoch_ms()).await {
+            Ok(true) => NotifyOutcome::Unreadable(u.error.clone()),
+            Ok(false) => NotifyOutcome::AlreadyUnreadable(u.error.clone()),
+            Err(e) => NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e))),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The notifications table: one record per (order, template), claimed
 //! before a delivery and finished after it, each step one conditional
-//! UpdateItem with `ReturnValuesOnConditionCheckFailure = ALL_OLD`.
+//! UpdateItem with `ReturnValuesOnConditionCheckFailure = ALL_OLD`; and the
+//! dead letters of stream records that can never be read, one per record
+//! ([`NotificationStore::record_unreadable`]).
 
 use std::collections::HashMap;
 
@@ -9,7 +11,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 
 use crate::core::dynamo::{Conditional, from_item, n as num, s, send_conditional};
 use crate::core::error::StoreError;
-use crate::notifier::domain::{Notification, Stored};
+use crate::notifier::domain::{Notification, Stored, Unreadable};
 
 /// The table's hash key: `{orderId}#{template}`.
 pub const KEY: &str = "notification_id";
@@ -17,6 +19,8 @@ pub const KEY: &str = "notification_id";
 const SENDING: &str = "SENDING";
 const SENT: &str = "SENT";
 const REJECTED: &str = "REJECTED";
+/// A dead letter: a stream record that can never be read.
+pub const UNREADABLE: &str = "UNREADABLE";
 
 /// The answer to a claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +145,47 @@ impl NotificationStore {
                 .expression_attribute_values(":reason", s(reason)),
             None => request,
         };
+        Ok(matches!(
+            send_conditional(request).await?,
+            Conditional::Committed
+        ))
+    }
+
+    /// Record a stream record that can never be read, once: `true` when this
+    /// call wrote it, `false` when a delivery before did (the key is the
+    /// record's, so a redelivery finds it). Only this write's failure holds
+    /// the record, and its shard, for a retry. The item keeps where the
+    /// record was and why it was refused, never a value of its images.
+    pub async fn record_unreadable(&self, u: &Unreadable, now_ms: u64) -> Result<bool, StoreError> {
+        let mut set = vec![
+            "#st = :unreadable",
+            "#reason = :reason",
+            "recorded_at = :now",
+        ];
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(u.id()))
+            .condition_expression("attribute_not_exists(notification_id)")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_names("#reason", "reason")
+            .expression_attribute_values(":unreadable", s(UNREADABLE))
+            .expression_attribute_values(":reason", s(&u.error.to_string()))
+            .expression_attribute_values(":now", num(now_ms));
+        // What the record says of itself, where it says it.
+        for (clause, placeholder, value) in [
+            ("event_id = :event_id", ":event_id", &u.event_id),
+            ("sequence_number = :seq", ":seq", &u.sequence_number),
+            ("event_name = :event_name", ":event_name", &u.event_name),
+            ("order_id = :order", ":order", &u.order_id),
+        ] {
+            if let Some(v) = value {
+                set.push(clause);
+                request = request.expression_attribute_values(placeholder, s(v));
+            }
+        }
+        let request = request.update_expression(format!("SET {}", set.join(", ")));
         Ok(matches!(
             send_conditional(request).await?,
             Conditional::Committed

@@ -438,6 +438,39 @@ mod tests {
         ));
     }
 
+    /// `v` with an ignored `padding` field that brings its JSON text to
+    /// exactly `size` bytes.
+    fn padded_to(v: &Value, size: usize) -> String {
+        let mut v = v.clone();
+        v["padding"] = json!("");
+        let bare = v.to_string().len();
+        v["padding"] = json!("x".repeat(size - bare));
+        let text = v.to_string();
+        assert_eq!(text.len(), size);
+        text
+    }
+
+    /// SQS delivers messages of up to 1 MiB (it was 256 KiB): a valid event
+    /// of any size up to that is read; one byte more is refused as TooLarge
+    /// (it cannot be a real SQS message), naming the limit.
+    #[test]
+    fn bodies_up_to_sqs_limit_of_one_mebibyte_are_read() {
+        for size in [256 * 1024 + 1, 700_000, 1_048_576] {
+            let body = padded_to(&placed(), size);
+            let ev = parse_body(Some(&body)).unwrap_or_else(|e| panic!("{size} bytes: {e}"));
+            assert_eq!(ev, parse(&placed()).unwrap(), "{size} bytes");
+        }
+        let over = padded_to(&placed(), MAX_BODY_BYTES + 1);
+        assert_eq!(
+            parse_body(Some(&over)),
+            Err(ParseError::TooLarge {
+                size: MAX_BODY_BYTES + 1,
+                max: MAX_BODY_BYTES
+            })
+        );
+        assert_eq!(MAX_BODY_BYTES, 1_048_576);
+    }
+
     #[test]
     fn unwraps_sns_and_eventbridge() {
         let inner = placed();

@@ -472,27 +472,126 @@ async fn notifications_from_the_real_stream_are_sent_once() {
     }
 }
 
-/// Stream order is per item: a record that does not parse still holds its
-/// order's later records back (they would otherwise notify out of order),
-/// and other orders go on.
+/// Records that can never be read, in the middle of a batch (an unknown
+/// status on one of ord-1's records; a record with no order id at all): they
+/// used to be Invalid, the checkpoint stopped at the first (batchItemFailures
+/// named it and everything of its order behind it), and Lambda retried the
+/// shard from it until the record was a day old. Now each is recorded in the
+/// notifications table under its eventID with the reason (never a value),
+/// counted `Unreadable` and acknowledged; the records behind it are
+/// delivered, ord-1's own later one included. A redelivery of the same batch
+/// records each once.
 #[tokio::test]
-async fn a_bad_record_holds_back_only_its_own_orders_later_records() {
+async fn an_unreadable_record_is_recorded_once_and_does_not_hold_the_shard() {
     let s = Setup::new().await;
     let n = s.notifier(&[]);
+    let mut unknown = record(2, "ord-1", Some("PLACED"), Some("PLACED"));
+    unknown["dynamodb"]["NewImage"]["status"] = json!({"S": "TELEPORTED-secret"});
+    let event = stream(vec![
+        record(1, "ord-1", None, Some("PLACED")),
+        unknown,
+        record(3, "", None, Some("PLACED")),
+        record(4, "ord-1", Some("PLACED"), Some("CANCELLED")),
+        record(5, "ord-2", None, Some("PLACED")),
+    ]);
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(
+        (labels, failed),
+        (
+            vec!["Sent", "Unreadable", "Unreadable", "Sent", "Sent"],
+            vec![]
+        ),
+        "(outcomes, batchItemFailures)"
+    );
+    let keys = |p: &Provider| p.accepted().keys().cloned().collect::<HashSet<_>>();
+    let delivered: HashSet<String> = [
+        "order-ord-1-order-confirmation",
+        "order-ord-1-cancellation-notice",
+        "order-ord-2-order-confirmation",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    assert_eq!(keys(&s.provider), delivered);
+
+    let status = s
+        .item("stream:event:ev-2#unreadable")
+        .await
+        .expect("recorded");
+    assert_eq!(s_(&status, "status"), "UNREADABLE");
+    assert_eq!(
+        s_(&status, "reason"),
+        "`NewImage.status` is invalid: is not an order status"
+    );
+    assert_eq!(s_(&status, "event_id"), "ev-2");
+    assert_eq!(s_(&status, "sequence_number"), format!("{:021}", 1002));
+    assert_eq!(s_(&status, "event_name"), "MODIFY");
+    assert_eq!(s_(&status, "order_id"), "ord-1");
+    assert!(
+        !format!("{status:?}").contains("secret"),
+        "no value of the record is kept: {status:?}"
+    );
+    let no_order = s
+        .item("stream:event:ev-3#unreadable")
+        .await
+        .expect("recorded");
+    assert_eq!(
+        s_(&no_order, "reason"),
+        "missing required field `Keys.order_id`"
+    );
+    assert!(!no_order.contains_key("order_id"), "{no_order:?}");
+    let recorded_at = |i: &HashMap<String, AttributeValue>| i.get("recorded_at").cloned();
+    let first = recorded_at(&status);
+
+    // Lambda retries a batch whole (a later record failed, a lost answer).
+    let (labels, failed) = run(&n, &event).await;
+    assert_eq!(
+        labels,
+        [
+            "AlreadySent",
+            "AlreadyUnreadable",
+            "AlreadyUnreadable",
+            "AlreadySent",
+            "AlreadySent"
+        ]
+    );
+    assert!(failed.is_empty(), "{failed:?}");
+    let again = s.item("stream:event:ev-2#unreadable").await.expect("kept");
+    assert_eq!(recorded_at(&again), first, "written once");
+    let unreadable = scan_all(&s.db.client, &s.table)
+        .await
+        .into_iter()
+        .filter(|i| s_(i, "status") == "UNREADABLE")
+        .count();
+    assert_eq!(unreadable, 2, "one dead letter per unreadable record");
+    assert!(s.provider.accepted().values().all(|n| *n == 1));
+}
+
+/// Only a dependency failure holds the shard: when the dead letter cannot
+/// be written (here the table does not exist), the unreadable record is
+/// Failed and reported, and its order's later records wait behind it, as
+/// for any failure; other orders go on.
+#[tokio::test]
+async fn an_unreadable_record_that_cannot_be_recorded_holds_its_shard() {
+    let s = Setup::new().await;
+    let config = NotifierConfig::from_lookup(|k| match k {
+        "NOTIFICATIONS_TABLE" => Some(format!("{}-missing", s.table)),
+        "NOTIFY_WEBHOOK_URL" => Some(s.provider.url.clone()),
+        _ => None,
+    })
+    .expect("config");
+    let n = function(&s.db.client, config);
     let mut bad = record(1, "ord-1", None, Some("PLACED"));
     bad["dynamodb"]["NewImage"]["status"] = json!({"S": "TELEPORTED"});
     let event = stream(vec![
         bad,
         record(2, "ord-1", Some("PLACED"), Some("CANCELLED")),
-        record(3, "ord-2", None, Some("PLACED")),
+        record(3, "ord-2", Some("PLACED"), Some("PAID")),
     ]);
     let (labels, failed) = run(&n, &event).await;
-    assert_eq!(labels, ["Invalid", "NotAttempted", "Sent"]);
+    assert_eq!(labels, ["Failed", "NotAttempted", "NothingToSend"]);
     assert_eq!(failed, [format!("{:021}", 1001), format!("{:021}", 1002)]);
-    assert_eq!(
-        s.provider.accepted().keys().cloned().collect::<Vec<_>>(),
-        ["order-ord-2-order-confirmation"]
-    );
+    assert!(s.provider.accepted().is_empty());
 }
 
 fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {

@@ -1,6 +1,6 @@
 //! Property 6: Hostile input, through the real binary and the Runtime API:
 //! - proptest on arbitrary bodies: random strings, arbitrary JSON, deep
-//!   nesting, huge strings up to and past 256 KiB, numbers beyond i64/u64,
+//!   nesting, huge strings up to and past 1 MiB, numbers beyond i64/u64,
 //!   duplicate keys, wrong types, unicode and control-character ids, null
 //!   everywhere, wrapped (SNS/EventBridge) garbage;
 //! - proptest on whole malformed SQS events: keys missing or of the wrong
@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use order_consumer::core::wire::MAX_BODY_BYTES;
 use order_consumer::orders::event::parse_body;
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -165,9 +166,9 @@ fn hostile_body() -> impl Strategy<Value = String> {
                 nest
             }
         }),
-        // Huge strings: an ignored field up to past the 256 KiB limit, or a
-        // known field far over its own limit.
-        (prop_oneof![1usize..4096, 250_000usize..262_300], kind(), 0usize..4).prop_map(|(size, k, field)| {
+        // Huge strings: an ignored field up to past the 1 MiB limit (SQS's),
+        // or a known field far over its own limit.
+        (prop_oneof![1usize..4096, (MAX_BODY_BYTES - 12_000)..(MAX_BODY_BYTES + 300)], kind(), 0usize..4).prop_map(|(size, k, field)| {
             let mut v = base_event(k);
             let big = "x".repeat(size);
             match field {
@@ -708,4 +709,159 @@ async fn a_batch_of_10000_records_completes() {
     assert_eq!(failed, bad, "exactly the bad bodies are reported");
     h.finish("10k-batch").await;
     w.assert_converged(&h.db).await;
+}
+
+/// Lambda's synchronous invocation payload limit: an event source mapping
+/// passes a batch in one invocation only up to it, whatever its BatchSize.
+const MAX_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
+/// SQS's message size limit (the platform's, stated here rather than read
+/// from the code under test).
+const SQS_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// An id at its limit (`MAX_ID_BYTES`), unique by `tag`.
+fn max_id(tag: &str) -> String {
+    format!(
+        "{tag:-<width$}",
+        width = order_consumer::core::wire::MAX_ID_BYTES
+    )
+}
+
+/// `v` with an ignored `padding` field bringing its JSON to exactly `size`
+/// bytes.
+fn padded_to(mut v: Value, size: usize) -> String {
+    v["padding"] = json!("");
+    let bare = v.to_string().len();
+    v["padding"] = json!("x".repeat(size - bare));
+    let text = v.to_string();
+    assert_eq!(text.len(), size);
+    text
+}
+
+/// Whole lifecycles (placed, paid, shipped, delivered) of `orders` orders,
+/// every body exactly SQS's limit (1 MiB) and every field the
+/// item keeps at its own limit (ids 256 bytes, the carrier 1 KiB): the
+/// largest events a producer can send.
+fn max_size_lifecycles(orders: usize) -> Vec<(String, String)> {
+    use order_consumer::core::wire::MAX_TEXT_BYTES;
+    let mut out = Vec::new();
+    for o in 0..orders {
+        let order = max_id(&format!("max-{o}"));
+        for (seq, kind) in ["OrderPlaced", "OrderPaid", "OrderShipped", "OrderDelivered"]
+            .into_iter()
+            .enumerate()
+        {
+            let seq = seq as u64 + 1;
+            let mut v = order_consumer::testing::body(
+                &order,
+                seq,
+                kind,
+                &max_id(&format!("evt-{o}-{seq}")),
+            );
+            match kind {
+                "OrderPlaced" => v["data"]["customerId"] = json!(max_id("cust")),
+                "OrderPaid" => v["data"]["paymentId"] = json!(max_id(&format!("pay-{o}"))),
+                "OrderShipped" => {
+                    v["data"]["carrier"] = json!("c".repeat(MAX_TEXT_BYTES));
+                    v["data"]["trackingId"] = json!(max_id(&format!("trk-{o}")));
+                }
+                _ => {}
+            }
+            out.push((order.clone(), padded_to(v, SQS_MAX_MESSAGE_BYTES)));
+        }
+    }
+    out
+}
+
+/// DynamoDB's size of an item, counted generously (names plus values, a
+/// number as its text, 3 bytes per list or map and 1 per element): an upper
+/// bound on what the 400 KB item limit counts.
+fn item_size(
+    item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    fn value(v: &Av) -> usize {
+        match v {
+            Av::S(s) | Av::N(s) => s.len(),
+            Av::L(l) => 3 + l.iter().map(|x| 1 + value(x)).sum::<usize>(),
+            Av::M(m) => 3 + m.iter().map(|(k, x)| 1 + k.len() + value(x)).sum::<usize>(),
+            Av::Ss(l) | Av::Ns(l) => l.iter().map(String::len).sum(),
+            _ => 8,
+        }
+    }
+    item.iter().map(|(k, v)| k.len() + value(v)).sum()
+}
+
+/// SQS delivers bodies of up to 1 MiB, and Lambda passes an event source
+/// mapping's batch in one invocation only up to its 6 MB payload limit. The
+/// largest deliverable batch of max-size bodies, measured through the real
+/// binary and the Runtime API: the largest number of them whose SQS event
+/// (as Lambda builds it) fits in 6 MB. That batch is applied whole, and the
+/// items it makes stay far below DynamoDB's 400 KB: what a body becomes is
+/// bounded by the fields' own limits, not by the body's size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_deliverable_batch_of_max_size_bodies_completes() {
+    let bodies = max_size_lifecycles(3);
+    let event_of = |n: usize| {
+        let queue = Queue::new(QueueConfig {
+            pick: crate::sqs::Pick::Window(1),
+            ..QueueConfig::default()
+        });
+        for (_, b) in &bodies[..n] {
+            queue.send(b.clone(), None);
+        }
+        queue.receive(n).expect("a batch")
+    };
+    let largest = (1..=bodies.len())
+        .take_while(|&n| event_of(n).payload.len() <= MAX_PAYLOAD_BYTES)
+        .last()
+        .expect("one max-size message fits");
+    assert!(
+        largest < 10,
+        "a standard batch of 10 max-size messages cannot fit in one invocation"
+    );
+    let batch = event_of(largest);
+    println!(
+        "largest deliverable batch of {}-byte bodies: {largest} records, a {}-byte event \
+         ({} records would be {} bytes, over {MAX_PAYLOAD_BYTES})",
+        SQS_MAX_MESSAGE_BYTES,
+        batch.payload.len(),
+        largest + 1,
+        event_of(largest + 1).payload.len(),
+    );
+
+    let h = Harness::start(1, 11, |c| c).await;
+    let result = h.envs[0]
+        .invoke(batch.payload.clone(), Duration::from_secs(120))
+        .await;
+    let InvokeResult::Response { body, .. } = &result else {
+        panic!("{result:?}")
+    };
+    let failed = failures_of(body).unwrap();
+    assert!(
+        failed.is_empty(),
+        "every max-size record is applied: {failed:?}"
+    );
+    let mut expected: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (order, _) in &bodies[..largest] {
+        *expected.entry(order.as_str()).or_default() += 1;
+    }
+    for (order, applied) in expected {
+        let item = h.db.item(order).await.expect("the order was written");
+        let status = ["PLACED", "PAID", "SHIPPED", "DELIVERED"][applied - 1];
+        assert_eq!(item.status, status);
+        assert_eq!(item.history.len(), applied);
+    }
+    let largest_item =
+        h.db.scan_table(&h.db.table)
+            .await
+            .iter()
+            .map(item_size)
+            .max()
+            .expect("items");
+    println!("largest order item: {largest_item} bytes");
+    assert!(
+        largest_item < 400 * 1024 / 10,
+        "an order item stays under a tenth of DynamoDB's 400 KB: {largest_item} bytes"
+    );
+    h.finish("max-size-batch").await;
 }
