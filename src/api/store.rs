@@ -123,10 +123,13 @@ impl ApiStore {
     /// TransactWriteItems. The attempt id is the transaction's
     /// ClientRequestToken, so an SDK retry of a transaction that committed
     /// unseen is answered as a success instead of a cancellation.
+    /// `owner` ([`crate::api::domain::owner_of`]) is written on the order,
+    /// for `GET /orders/{orderId}` to show it to its owner only.
     pub async fn commit(
         &self,
         c: &Claim<'_>,
         order: &OrderEvent,
+        owner: &str,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
         let complete = Update::builder()
@@ -152,7 +155,7 @@ impl ApiStore {
             .map_err(|_| StoreError::Client {
                 code: "ConstructionFailure".into(),
             })?;
-        let place = self.orders.transact_update(order)?;
+        let place = self.orders.transact_update_owned(order, Some(owner))?;
         let mut request = self
             .client
             .transact_write_items()
