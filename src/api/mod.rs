@@ -243,16 +243,16 @@ impl OrderApi {
     /// 403 answer when the request carries no principal from it. Logged
     /// (without any value) because under a configured authorizer it means
     /// a route is not behind it: a deployment problem, not a client's.
-    fn scope(&self, req: &Request) -> Result<Scope, Response<Body>> {
+    fn scope(&self, req: &Request) -> Result<Scope, Problem> {
         Scope::of(
             self.auth,
             req.request_context_ref().and_then(|c| c.authorizer()),
         )
         .map_err(|e| {
             tracing::warn!(error = %e, "request refused: no principal");
-            problem(ProblemKind::Forbidden.with(
+            ProblemKind::Forbidden.with(
                 "the request carries no principal from the authorizer this API is configured for",
-            ))
+            )
         })
     }
 
@@ -261,7 +261,7 @@ impl OrderApi {
         // nothing, not even whether its request was well-formed.
         let scope = match self.scope(req) {
             Ok(scope) => scope,
-            Err(refused) => return refused,
+            Err(refused) => return problem(refused),
         };
         let mut keys = req.headers().get_all("idempotency-key").iter();
         let key = match (keys.next(), keys.next()) {
@@ -399,7 +399,7 @@ impl OrderApi {
     async fn show(&self, req: &Request, segment: &str, deadline_ms: u64) -> Response<Body> {
         let scope = match self.scope(req) {
             Ok(scope) => scope,
-            Err(refused) => return refused,
+            Err(refused) => return problem(refused),
         };
         // The path as the client encoded it (`ord%201`), decoded once: the
         // id is `ord 1`. An id that could not be an order's is not one.

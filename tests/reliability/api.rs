@@ -382,10 +382,7 @@ async fn the_api_binary_writes_the_powertools_keys_and_an_emf_line_per_request()
 async fn the_api_binary_refuses_a_request_without_a_principal() {
     let h = start(1, 127).await;
     let body = order_body("cust-closed", 7);
-    for caller in [
-        Caller::Anonymous,
-        Caller::Jwt("https://issuer", "alice"),
-    ] {
+    for caller in [Caller::Anonymous, Caller::Jwt("https://issuer", "alice")] {
         let ev = event(
             "POST",
             "/orders",
