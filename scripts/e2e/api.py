@@ -36,12 +36,16 @@ Authorization (issue 27): the routes require IAM authorization, so every
 request is signed with SigV4 for `execute-api` (botocore's SigV4Auth, the
 e2e's credentials). What MiniStack 1.5.33 enforces on an AWS_IAM route of an
 HTTP API: a request without an `Authorization` header is answered 403 by
-the gateway, the function not invoked; the signature itself is never
-verified and no execute-api:Invoke policy is evaluated (even with AUTH=true);
-the access key is resolved to its principal, which fills
-`requestContext.authorizer.iam` (userArn) exactly as API Gateway does. So
-the e2e checks the unsigned 403 and the principal scoping (a second IAM
-user, created in MiniStack, cannot read the order: 404), not SigV4 itself.
+the gateway whatever AUTH is, the function not invoked. With AUTH=true (the
+default here) it also authenticates the request (an IAM user's SigV4
+signature is verified against its secret; the root key `test` is accepted
+as root) and evaluates execute-api:Invoke on the route's ARN against the
+caller's identity policies, as AWS does; with AUTH=false it does neither.
+The access key is resolved to its principal, which fills
+`requestContext.authorizer.iam` (userArn) as API Gateway does. The e2e
+checks the unsigned 403, and with a second IAM user created in MiniStack: a
+bad signature 403, no policy 403 (AUTH=true), then, allowed, its GET of the
+order 404 (not its order: the function's principal scoping).
 """
 import json
 import os
@@ -306,18 +310,36 @@ def run(e2e, c, out, plan, args, checks):
                  "order API: GET /orders/{orderId} -> 200, PLACED, lastEventSeq 1",
                  f"status {s7}, body {b7[:300]!r}")
 
-    # 3b. Another IAM principal: the order is not its to read.
+    # 3b. Another IAM principal: the order is not its to read. Under
+    # AUTH=true MiniStack evaluates execute-api:Invoke against the user's
+    # identity policies, as AWS does: refused by the gateway until granted.
     iam = c["iam"]
     user = f"e2e-other-{key[-8:]}"
-    iam.create_user(UserName=user)
+    account = iam.create_user(UserName=user)["User"]["Arn"].split(":")[4]
     ak = iam.create_access_key(UserName=user)["AccessKey"]
     other = gw.as_(Credentials(ak["AccessKeyId"], ak["SecretAccessKey"]))
+    if args.auth == "true":
+        forged = gw.as_(Credentials(ak["AccessKeyId"], "not-" + ak["SecretAccessKey"]))
+        s7f, _, b7f = forged.request("GET", f"/orders/{oid}")
+        checks.check(s7f == 403 and b"signature" in b7f.lower(),
+                     "order API: GET /orders/{orderId} with a bad SigV4 signature -> 403 from API Gateway "
+                     "(AUTH=true), the function not invoked",
+                     f"status {s7f}, body {b7f[:300]!r}")
+        s7d, _, b7d = other.request("GET", f"/orders/{oid}")
+        checks.check(s7d == 403 and b"execute-api:Invoke" in b7d,
+                     "order API: GET /orders/{orderId} signed by an IAM user no policy allows execute-api:Invoke -> "
+                     "403 from API Gateway (AUTH=true), the function not invoked",
+                     f"status {s7d}, body {b7d[:300]!r}")
+    api_arn = f"arn:aws:execute-api:{e2e.REGION}:{account}:{api_id}/*"
+    iam.put_user_policy(UserName=user, PolicyName="invoke-order-api", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": api_arn}]}))
     s7o, h7o, b7o = other.request("GET", f"/orders/{oid}")
     p7o = _json(b7o) or {}
     checks.check(s7o == 404 and p7o.get("type") == "urn:order-api:problem:not-found"
                  and customer.encode() not in b7o,
-                 "order API: GET /orders/{orderId} signed by another IAM principal -> 404 problem+json, as for an "
-                 "unknown id (an order is shown only to the principal that placed it)",
+                 "order API: GET /orders/{orderId} signed by another IAM principal allowed execute-api:Invoke -> "
+                 "404 problem+json, as for an unknown id (an order is shown only to the principal that placed it)",
                  f"status {s7o}, body {b7o[:300]!r}")
 
     # 4. The rest of its lifecycle arrives through SQS, as for every order.
