@@ -25,7 +25,11 @@ IDEMPOTENCY_TABLE ?= idempotency
 # chart: their own venv, pinned, kept out of the test build.
 BENCH_VENV    := target/bench-venv
 BENCH_REQS    := bench/powertools/requirements.txt
-LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
+# API_AUTH=none: `cargo lambda watch` serves the order API without API
+# Gateway, so no authorizer sets a principal; locally every caller is one
+# anonymous principal. Only here: the template's API_AUTH is iam or jwt, and
+# the function's default (unset) is iam, which refuses such requests (403).
+LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) API_AUTH=none AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 

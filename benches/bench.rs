@@ -769,7 +769,8 @@ async fn api_figures(r: &mut Report) {
     r.line("|---|---:|---:|---:|---:|");
     let db = api::ApiDb::new().await;
     let (order_api, counter) = db.counted_api(&[]);
-    let caller = api::Caller::Anonymous;
+    // An IAM caller, as the template's routes (API_AUTH unset: iam) see one.
+    let caller = api::ALICE;
     let body = |i: usize| api::order_body(&format!("cust-{i}"), 100 + i as u64);
     // Each request's key is its index; the 422 row sends the next index's
     // body under it.

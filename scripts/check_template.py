@@ -166,7 +166,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
             "OrdersTable": ({"dynamodb:UpdateItem", "dynamodb:GetItem"}, "order_id"),
         },
         "env_tables": {"TABLE_NAME": "OrdersTable", "IDEMPOTENCY_TABLE": "IdempotencyTable"},
-        "env_vars": ["IDEMPOTENCY_TTL_SECONDS", "METRICS_NAMESPACE"],
+        "env_vars": ["IDEMPOTENCY_TTL_SECONDS", "API_AUTH", "METRICS_NAMESPACE"],
         "fifo_param": False,
         # 500s: a deployment problem (missing table, IAM) no retry fixes.
         "outcome_alarms": ["Internal"],
@@ -785,8 +785,8 @@ EMF_METRICS = {
 # The order API's EMF line (namespace OrderApi): one count per request's
 # outcome, and ColdStart. Only these may be charted under OrderApi.
 API_EMF_METRICS = {
-    "Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "NotFound", "Unavailable",
-    "Internal", "ColdStart",
+    "Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "Forbidden", "NotFound",
+    "Unavailable", "Internal", "ColdStart",
 }
 AWS_METRICS = {
     "AWS/Lambda": {"Errors", "Throttles", "Duration", "ConcurrentExecutions", "IteratorAge", "Invocations"},
@@ -1087,6 +1087,38 @@ def _(m: Model) -> None:
     # SAM writes a path parameter as `*` in the permission's SourceArn.
     want_arns = {(meth, re.sub(r"\{[^}]+\}", "*", path)) for meth, path in want}
     assert granted == want_arns, f"InvokeFunction permissions for {sorted(granted)}, expected exactly {sorted(want_arns)}"
+
+
+# The kind of principal the function reads (its API_AUTH) for each kind of
+# authorizer an HTTP API route can have, as SAM writes it into the API's
+# OpenAPI body (components.securitySchemes).
+def scheme_kind(scheme: dict[str, Any]) -> str | None:
+    if scheme.get("x-amazon-apigateway-authtype") == "awsSigv4":
+        return "iam"
+    authorizer = scheme.get("x-amazon-apigateway-authorizer") or {}
+    return {"jwt": "jwt", "request": "lambda"}.get(str(authorizer.get("type", "")).lower())
+
+
+@check("HTTP source: every route is behind an authorizer, of the kind the function's API_AUTH reads; API_AUTH never none")
+def _(m: Model) -> None:
+    if not http_fed(m):
+        return
+    api = m.expect["http_api"]
+    body = m.props(api).get("Body", {})
+    schemes = body.get("components", {}).get("securitySchemes", {})
+    env = m.res[m.function()]["Properties"].get("Environment", {}).get("Variables", {})
+    auth = env.get("API_AUTH")
+    # A literal: the function must not learn its authorizer from a value
+    # that could differ from the routes' (and `none` is the local loop's).
+    assert auth in ("iam", "jwt", "lambda"), f"API_AUTH is {auth!r}, expected iam, jwt or lambda (never none, never unset)"
+    bad = []
+    for path, ops in body.get("paths", {}).items():
+        for method, op in ops.items():
+            security = op.get("security") if isinstance(op, dict) else None
+            kinds = {scheme_kind(schemes.get(name, {})) for req in (security or []) for name in req}
+            if not security or len(kinds) != 1 or kinds != {auth}:
+                bad.append(f"{method.upper()} {path}: authorizers {security!r} ({sorted(map(str, kinds))}), expected one of kind {auth}")
+    assert not bad, "; ".join(bad)
 
 
 @check("HTTP source: function Timeout below API Gateway's 30 s integration limit (default and parameter MaxValue)")

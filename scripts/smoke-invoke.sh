@@ -26,7 +26,10 @@ cargo build --quiet --example local_dynamodb --bin order-consumer --bin order-ap
 DYNAMODB_PORT=$DDB_PORT TABLE_NAME=orders target/debug/examples/local_dynamodb serve 2>"$LOG/ddb.log" &
 pids+=($!)
 
-TABLE_NAME=orders IDEMPOTENCY_TABLE=idempotency RETRY_BACKOFF=off AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
+# API_AUTH=none: cargo lambda serves the order API without API Gateway, so
+# no authorizer puts a principal in the request; the local loop says so
+# explicitly (the function refuses every request under its default, iam).
+TABLE_NAME=orders IDEMPOTENCY_TABLE=idempotency API_AUTH=none RETRY_BACKOFF=off AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local RUST_LOG=info \
   cargo lambda watch --invoke-port "$INVOKE_PORT" --ignore-changes --timeout 30 >"$LOG/watch.log" 2>&1 &
 pids+=($!)

@@ -13,7 +13,9 @@ way MiniStack serves execute-api locally (see `Gateway`):
    order and other whitespace -> the same replay (the fingerprint is of the
    canonical JSON); the same key with another body -> 422 problem+json; no
    key -> 400 problem+json; a path with no route -> API Gateway's own 404,
-   the function not invoked; GET /orders/{orderId} -> 200 PLACED;
+   the function not invoked; the POST and the GET unsigned -> the gateway's
+   403, the function not invoked; GET /orders/{orderId} -> 200 PLACED; the
+   same GET signed by a second IAM user -> 404 (not its order);
 2. the order's OrderPaid (seq 2) through the orders queue, built as e2e.py
    builds every event; the order becomes PAID, and GET shows it;
 3. one order item for the customer, one COMPLETED record in the
@@ -27,10 +29,29 @@ confirmation although the POST was sent three times), its OrderPaid joins
 MiniStack 1.5.33 leaves the HTTP API without routes: SAM describes them in
 the Api's OpenAPI `Body`, which MiniStack's CloudFormation does not import.
 `import_routes` creates them, from that Body as the stack holds it, through
-the API Gateway v2 API (CreateIntegration, CreateRoute).
+the API Gateway v2 API (CreateIntegration, CreateRoute), each with the
+authorization its `security` names (AWS_IAM, the template's default).
+
+Authorization (issue 27): the routes require IAM authorization, so every
+request is signed with SigV4 for `execute-api` (botocore's SigV4Auth, the
+e2e's credentials). What MiniStack 1.5.33 enforces on an AWS_IAM route of an
+HTTP API: a request without an `Authorization` header is answered 403 by
+the gateway whatever AUTH is, the function not invoked. With AUTH=true (the
+default here) it also authenticates the request (an IAM user's SigV4
+signature is verified against its secret; the root key `test` is accepted
+as root) and evaluates execute-api:Invoke on the route's ARN against the
+caller's identity policies, as AWS does; with AUTH=false it does neither.
+The access key is resolved to its principal, which fills
+`requestContext.authorizer.iam` (userArn) as API Gateway does. The e2e
+checks the unsigned 403, and with a second IAM user created in MiniStack: a
+bad signature 403, no policy 403 (AUTH=true), then, allowed, its GET of the
+order 404 (not its order: the function's principal scoping).
 """
 import json
 import os
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 import re
 import time
 import urllib.error
@@ -38,8 +59,8 @@ import urllib.request
 import uuid
 from collections import Counter
 
-LABELS = ("Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "NotFound", "Unavailable",
-          "Internal")
+LABELS = ("Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "Forbidden", "NotFound",
+          "Unavailable", "Internal")
 _NOVALUE = object()
 
 
@@ -51,7 +72,7 @@ class Gateway:
     OrderApiUrl (`/orders`, no stage: the `$default` stage serves from the
     root). No DNS, no proxy: nothing leaves 127.0.0.1."""
 
-    def __init__(self, endpoint, api_endpoint):
+    def __init__(self, endpoint, api_endpoint, credentials=None, region="us-east-1"):
         m = re.fullmatch(r"https?://([a-z0-9]+\.execute-api\.localhost)(?::\d+)?/?", api_endpoint)
         port = endpoint.rsplit(":", 1)[1]
         if not m or not endpoint.startswith("http://127.0.0.1:"):
@@ -59,12 +80,28 @@ class Gateway:
         self.base = endpoint
         self.host = f"{m.group(1)}:{port}"
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self.credentials = credentials
+        self.region = region
 
-    def request(self, method, path, body=None, headers=None):
-        """(status, headers, body bytes) of one request; 4xx/5xx included."""
+    def as_(self, credentials):
+        """The same gateway, requests signed with other credentials."""
+        g = Gateway.__new__(Gateway)
+        g.__dict__.update(self.__dict__, credentials=credentials)
+        return g
+
+    def request(self, method, path, body=None, headers=None, signed=True):
+        """(status, headers, body bytes) of one request; 4xx/5xx included.
+        Signed with SigV4 for execute-api (as a client of the deployed API
+        must) unless `signed` is false, over the URL a client would use:
+        the signature covers the execute-api Host."""
         data = body.encode() if isinstance(body, str) else body
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Host": self.host, **(headers or {})})
+        headers = {"Host": self.host, **(headers or {})}
+        if signed and self.credentials is not None:
+            aws = AWSRequest(method=method, url=f"http://{self.host}{path}", data=data or b"",
+                             headers=dict(headers))
+            SigV4Auth(self.credentials, "execute-api", self.region).add_auth(aws)
+            headers = dict(aws.headers.items())
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
             with self.opener.open(req, timeout=30) as r:
                 return r.status, r.headers, r.read()
@@ -112,6 +149,20 @@ def _resolver(e2e, c, phys, conditions):
     return resolve
 
 
+def _route_authorization(e2e, body, op, key):
+    """The AuthorizationType of a route, from its `security` in the Body:
+    NONE without one, AWS_IAM for SAM's awsSigv4 scheme. Any other
+    authorizer (JWT, Lambda) would need CreateAuthorizer: a Failure here,
+    not a route left open."""
+    schemes = body.get("components", {}).get("securitySchemes", {})
+    names = [name for req in op.get("security") or [] for name in req]
+    if not names:
+        return "NONE"
+    if all(schemes.get(n, {}).get("x-amazon-apigateway-authtype") == "awsSigv4" for n in names):
+        return "AWS_IAM"
+    raise e2e.Failure(f"HTTP API Body: {key} has authorizers {names} the e2e cannot create in MiniStack")
+
+
 def import_routes(e2e, c, api_logical_id="OrderHttpApi"):
     """The routes of the HTTP API, as its Body (OpenAPI, written by the SAM
     transform) declares them: created through the API Gateway v2 API when
@@ -142,14 +193,15 @@ def import_routes(e2e, c, api_logical_id="OrderHttpApi"):
                     IntegrationMethod=integ.get("httpMethod", "POST"),
                     PayloadFormatVersion=integ.get("payloadFormatVersion", "1.0"))["IntegrationId"]
                 key = f"{verb} {path}"
+                auth = _route_authorization(e2e, body, op, key)
                 v2.create_route(ApiId=api_id, RouteKey=key, Target=f"integrations/{iid}",
-                                AuthorizationType="NONE")
-                created.append(f"{key} (payload {integ.get('payloadFormatVersion')})")
+                                AuthorizationType=auth)
+                created.append(f"{key} (payload {integ.get('payloadFormatVersion')}, {auth})")
         e2e.say(f"     workaround (MiniStack limitation): its CloudFormation created {api_logical_id} and its "
                 f"$default stage but ignored the OpenAPI Body the SAM transform writes its routes into; "
                 f"created them from that Body via CreateIntegration/CreateRoute: {', '.join(created)}")
         routes = v2.get_routes(ApiId=api_id)["Items"]
-    return api_id, api["ApiEndpoint"], sorted(r["RouteKey"] for r in routes)
+    return api_id, api["ApiEndpoint"], sorted((r["RouteKey"], r.get("AuthorizationType", "NONE")) for r in routes)
 
 
 def _json(b):
@@ -172,10 +224,10 @@ def run(e2e, c, out, plan, args, checks):
     say("")
     step("order API: POST /orders with an Idempotency-Key through the stack's HTTP API")
     api_id, api_endpoint, routes = import_routes(e2e, c)
-    checks.check(routes == ["GET /orders/{orderId}", "POST /orders"],
+    checks.check(routes == [("GET /orders/{orderId}", "AWS_IAM"), ("POST /orders", "AWS_IAM")],
                  "order API: the HTTP API has exactly the template's two routes, POST /orders and "
-                 "GET /orders/{orderId}", f"routes {routes}")
-    gw = Gateway(args.endpoint, api_endpoint)
+                 "GET /orders/{orderId}, both with IAM authorization (AWS_IAM)", f"routes {routes}")
+    gw = Gateway(args.endpoint, api_endpoint, Credentials("test", "test"), e2e.REGION)
     say(f"     OrderApiUrl {out.get('OrderApiUrl')} (AWS's form, not served locally); requests go to "
         f"{gw.base} with Host: {gw.host}")
 
@@ -240,6 +292,15 @@ def run(e2e, c, out, plan, args, checks):
     checks.check(s6 == 404 and _json(b6) == {"message": "Not Found"},
                  "order API: GET /orders (no such route) -> API Gateway's own 404, the function not invoked",
                  f"status {s6}, body {b6[:200]!r}")
+    # Unsigned: refused by the gateway's IAM authorization, before the
+    # function (the invocation count below proves it was not invoked).
+    s6u, _, b6u = gw.request("POST", "/orders", sent, {**json_headers, "Idempotency-Key": f"e2e-{uuid.uuid4()}"},
+                             signed=False)
+    s6g, _, _ = gw.request("GET", f"/orders/{oid}", signed=False)
+    checks.check(s6u == 403 and s6g == 403,
+                 "order API: an unsigned POST /orders and GET /orders/{orderId} -> 403 from API Gateway's IAM "
+                 "authorization, the function not invoked",
+                 f"POST status {s6u} ({b6u[:200]!r}), GET status {s6g}")
 
     # 3. GET while PLACED.
     s7, _, b7 = gw.request("GET", f"/orders/{oid}")
@@ -248,6 +309,38 @@ def run(e2e, c, out, plan, args, checks):
                  and g7.get("orderId") == oid and g7.get("customerId") == customer,
                  "order API: GET /orders/{orderId} -> 200, PLACED, lastEventSeq 1",
                  f"status {s7}, body {b7[:300]!r}")
+
+    # 3b. Another IAM principal: the order is not its to read. Under
+    # AUTH=true MiniStack evaluates execute-api:Invoke against the user's
+    # identity policies, as AWS does: refused by the gateway until granted.
+    iam = c["iam"]
+    user = f"e2e-other-{key[-8:]}"
+    account = iam.create_user(UserName=user)["User"]["Arn"].split(":")[4]
+    ak = iam.create_access_key(UserName=user)["AccessKey"]
+    other = gw.as_(Credentials(ak["AccessKeyId"], ak["SecretAccessKey"]))
+    if args.auth == "true":
+        forged = gw.as_(Credentials(ak["AccessKeyId"], "not-" + ak["SecretAccessKey"]))
+        s7f, _, b7f = forged.request("GET", f"/orders/{oid}")
+        checks.check(s7f == 403 and b"signature" in b7f.lower(),
+                     "order API: GET /orders/{orderId} with a bad SigV4 signature -> 403 from API Gateway "
+                     "(AUTH=true), the function not invoked",
+                     f"status {s7f}, body {b7f[:300]!r}")
+        s7d, _, b7d = other.request("GET", f"/orders/{oid}")
+        checks.check(s7d == 403 and b"execute-api:Invoke" in b7d,
+                     "order API: GET /orders/{orderId} signed by an IAM user no policy allows execute-api:Invoke -> "
+                     "403 from API Gateway (AUTH=true), the function not invoked",
+                     f"status {s7d}, body {b7d[:300]!r}")
+    api_arn = f"arn:aws:execute-api:{e2e.REGION}:{account}:{api_id}/*"
+    iam.put_user_policy(UserName=user, PolicyName="invoke-order-api", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": api_arn}]}))
+    s7o, h7o, b7o = other.request("GET", f"/orders/{oid}")
+    p7o = _json(b7o) or {}
+    checks.check(s7o == 404 and p7o.get("type") == "urn:order-api:problem:not-found"
+                 and customer.encode() not in b7o,
+                 "order API: GET /orders/{orderId} signed by another IAM principal allowed execute-api:Invoke -> "
+                 "404 problem+json, as for an unknown id (an order is shown only to the principal that placed it)",
+                 f"status {s7o}, body {b7o[:300]!r}")
 
     # 4. The rest of its lifecycle arrives through SQS, as for every order.
     paid = e2e.event(oid, 2, "OrderPaid")
@@ -285,8 +378,9 @@ def run(e2e, c, out, plan, args, checks):
                  "(the 422 and the 400 stored nothing)",
                  f"records (status, order_id, response_status, location): {got}")
 
-    # 6. The API function's EMF lines: one per invocation (7; the 404 never reached it).
-    invoked = 7
+    # 6. The API function's EMF lines: one per invocation (8; the gateway's
+    # 404 and the unsigned 403s never reached it).
+    invoked = 8
     lines = []
 
     def logged():
@@ -315,12 +409,13 @@ def run(e2e, c, out, plan, args, checks):
     if not complete:
         say(f"        note: {len(emf)} EMF lines for {n_inv} invocations: MiniStack's log capture is lossy "
             "under load, the counts are checked as upper bounds")
-    want = {"Created": 1, "Replayed": 2, "KeyReused": 1, "Invalid": 1, "Shown": 2, "NotFound": 0,
-            "InProgress": 0, "Unavailable": 0, "Internal": 0}
+    want = {"Created": 1, "Replayed": 2, "KeyReused": 1, "Invalid": 1, "Shown": 2, "NotFound": 1,
+            "Forbidden": 0, "InProgress": 0, "Unavailable": 0, "Internal": 0}
     ok = all((totals[k] == v) if complete else (totals[k] <= v) for k, v in want.items())
     checks.check(emf and ok and namespaces == {"OrderApi"} and n_inv == invoked,
                  f"order API: {invoked} invocations; their EMF lines (namespace OrderApi) count Created 1, "
-                 "Replayed 2, KeyReused 1, Invalid 1, Shown 2, and no NotFound, InProgress, Unavailable or Internal"
+                 "Replayed 2, KeyReused 1, Invalid 1, Shown 2, NotFound 1 (the other principal's GET), and no "
+                 "Forbidden, InProgress, Unavailable or Internal"
                  + ("" if complete else " (upper bounds: lossy capture)"),
                  f"totals {dict(totals)}, namespaces {namespaces}, {len(emf)} EMF lines, {n_inv} invocations")
 

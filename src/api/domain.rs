@@ -70,6 +70,20 @@ pub fn record_key(scope: &Scope, key: &str) -> String {
     hex(&h.finalize())
 }
 
+/// The owner mark an order placed by `scope` carries (the order item's
+/// `owner` attribute): a hash of the scope, so that `GET` can tell whether
+/// the caller placed the order while the orders table (its stream, its
+/// backups, the notifier's input) never holds the principal itself.
+/// Domain-separated from [`record_key`] by its first part.
+pub fn owner_of(scope: &Scope) -> String {
+    let mut h = Sha256::new();
+    for part in ["owner"].into_iter().chain(scope.parts()) {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    hex(&h.finalize())
+}
+
 /// The response stored with a completed key, replayed byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
@@ -100,6 +114,9 @@ pub enum Outcome {
     InProgress,
     /// 400 or 415: a malformed key, content type or body.
     Invalid,
+    /// 403: an authorizer is configured (`API_AUTH`) but the request
+    /// carries no principal: a route is not behind it.
+    Forbidden,
     /// 404 or 405: no such order, route or method.
     NotFound,
     /// 503: DynamoDB did not confirm in time, or throttled.
@@ -119,6 +136,7 @@ impl Outcome {
             422 => Outcome::KeyReused,
             409 => Outcome::InProgress,
             400 | 415 => Outcome::Invalid,
+            403 => Outcome::Forbidden,
             404 | 405 => Outcome::NotFound,
             503 => Outcome::Unavailable,
             _ => Outcome::Internal,
@@ -267,7 +285,9 @@ pub enum ProblemKind {
     Unavailable,
     /// 500: a deployment or data problem retrying will not fix.
     Internal,
-    /// 404: no such order, or no such route.
+    /// 403: no principal under a configured authorizer.
+    Forbidden,
+    /// 404: no such order (or not the caller's), or no such route.
     NotFound,
     /// 405: the route exists, the method does not.
     MethodNotAllowed,
@@ -306,6 +326,7 @@ impl ProblemKind {
                 "The order could not be stored now; retry with the same Idempotency-Key",
             ),
             ProblemKind::Internal => (500, "internal-error", "The request could not be processed"),
+            ProblemKind::Forbidden => (403, "forbidden", "The caller could not be identified"),
             ProblemKind::NotFound => (404, "not-found", "No such resource"),
             ProblemKind::MethodNotAllowed => (405, "method-not-allowed", "Method not allowed"),
         }
@@ -367,7 +388,12 @@ mod tests {
             record_key(&jwt("i", "bob"), "k"),
             record_key(&jwt("ia", "lice"), "k"),
             record_key(&Scope::Iam("alice".into()), "k"),
+            record_key(&Scope::Lambda("alice".into()), "k"),
             record_key(&Scope::Anonymous, "k2"),
+            // An owner mark is never a record key.
+            owner_of(&Scope::Anonymous),
+            owner_of(&Scope::Iam("alice".into())),
+            owner_of(&Scope::Lambda("alice".into())),
         ];
         let distinct: std::collections::HashSet<_> = keys.iter().collect();
         assert_eq!(distinct.len(), keys.len());
@@ -454,6 +480,7 @@ mod tests {
             ((409, false), "InProgress"),
             ((400, false), "Invalid"),
             ((415, false), "Invalid"),
+            ((403, false), "Forbidden"),
             ((404, false), "NotFound"),
             ((405, false), "NotFound"),
             ((503, false), "Unavailable"),
@@ -473,6 +500,7 @@ mod tests {
                 "KeyReused",
                 "InProgress",
                 "Invalid",
+                "Forbidden",
                 "NotFound",
                 "Unavailable",
                 "Internal"

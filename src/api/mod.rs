@@ -40,9 +40,12 @@ use crate::core::wire::{Id, Timestamp};
 use crate::orders::domain::OrderView;
 use crate::orders::event::{OrderEvent, Payload, Seq};
 use domain::{
-    Outcome, Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, record_key,
+    Outcome, Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, owner_of,
+    record_key,
 };
-use event::{KeyError, PlaceOrder, Scope, is_json, parse_key, parse_place_order};
+use event::{
+    AuthMode, KeyError, PlaceOrder, Scope, decode_segment, is_json, parse_key, parse_place_order,
+};
 use store::{ApiStore, Claim};
 
 /// `METRICS_NAMESPACE` when unset.
@@ -71,6 +74,10 @@ pub struct ApiConfig {
     /// `IDEMPOTENCY_TTL_SECONDS` (default 86400, 1..=31536000): how long a
     /// key answers for its first request; after that it may be reused.
     pub idempotency_ttl_seconds: u64,
+    /// `API_AUTH` (default `iam`): which authorizer the routes are behind,
+    /// and so where the caller's principal is read ([`AuthMode`]). `none`
+    /// must be set explicitly (the local loop); the template never sets it.
+    pub auth: AuthMode,
     /// `METRICS_NAMESPACE` (default `OrderApi`), `AWS_LAMBDA_FUNCTION_NAME`
     /// and `POWERTOOLS_SERVICE_NAME`, as every function reads them.
     pub telemetry: Telemetry,
@@ -93,6 +100,13 @@ impl ApiConfig {
                 DEFAULT_IDEMPOTENCY_TTL_SECONDS,
                 1..=31_536_000,
             )?,
+            auth: match get("API_AUTH").filter(|s| !s.trim().is_empty()) {
+                None => AuthMode::Iam,
+                Some(raw) => AuthMode::parse(&raw).ok_or(ConfigError::Invalid {
+                    var: "API_AUTH",
+                    reason: "expected iam, jwt, lambda or none".into(),
+                })?,
+            },
             telemetry: Telemetry::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-api"),
         })
     }
@@ -104,6 +118,7 @@ impl ApiConfig {
 pub struct OrderApi {
     store: ApiStore,
     ttl_seconds: u64,
+    auth: AuthMode,
     telemetry: Telemetry,
     /// Shared by the clones `serve` hands each request.
     cold: std::sync::Arc<ColdStart>,
@@ -154,6 +169,7 @@ impl OrderApi {
         OrderApi {
             store,
             ttl_seconds: config.idempotency_ttl_seconds,
+            auth: config.auth,
             telemetry: config.telemetry.clone(),
             cold: Default::default(),
         }
@@ -210,7 +226,7 @@ impl OrderApi {
         let response = match (segments.as_slice(), &method) {
             (["orders"], &Method::POST) => self.place(&req, deadline_ms).await,
             (["orders"], _) => method_not_allowed("POST"),
-            ([_orders @ "orders", id], &Method::GET) => self.show(id, deadline_ms).await,
+            ([_orders @ "orders", id], &Method::GET) => self.show(&req, id, deadline_ms).await,
             (["orders", _], _) => method_not_allowed("GET"),
             _ => problem(ProblemKind::NotFound.with("no such route")),
         };
@@ -223,7 +239,30 @@ impl OrderApi {
         response
     }
 
+    /// The caller's scope, from the authorizer `API_AUTH` names, or the
+    /// 403 answer when the request carries no principal from it. Logged
+    /// (without any value) because under a configured authorizer it means
+    /// a route is not behind it: a deployment problem, not a client's.
+    fn scope(&self, req: &Request) -> Result<Scope, Problem> {
+        Scope::of(
+            self.auth,
+            req.request_context_ref().and_then(|c| c.authorizer()),
+        )
+        .map_err(|e| {
+            tracing::warn!(error = %e, "request refused: no principal");
+            ProblemKind::Forbidden.with(
+                "the request carries no principal from the authorizer this API is configured for",
+            )
+        })
+    }
+
     async fn place(&self, req: &Request, deadline_ms: u64) -> Response<Body> {
+        // Who calls, before anything else: an unidentified caller learns
+        // nothing, not even whether its request was well-formed.
+        let scope = match self.scope(req) {
+            Ok(scope) => scope,
+            Err(refused) => return problem(refused),
+        };
         let mut keys = req.headers().get_all("idempotency-key").iter();
         let key = match (keys.next(), keys.next()) {
             (None, _) => Err(KeyError::Missing),
@@ -245,7 +284,6 @@ impl OrderApi {
             Ok(parsed) => parsed,
             Err(e) => return problem(ProblemKind::InvalidBody.with(e.to_string())),
         };
-        let scope = Scope::of(req.request_context_ref().and_then(|c| c.authorizer()));
         let fp = fingerprint(&value);
         let record = record_key(&scope, &key);
         let attempt = unique_id();
@@ -293,6 +331,7 @@ impl OrderApi {
                 return store_problem(&e);
             }
         }
+        let owner = owner_of(&scope);
         let (event, response) = match self.order_of(&order, claim.expires_at) {
             Ok(built) => built,
             Err(p) => {
@@ -300,7 +339,7 @@ impl OrderApi {
                 return problem(p);
             }
         };
-        match cut(cutoff, self.store.commit(&claim, &event, &response)).await {
+        match cut(cutoff, self.store.commit(&claim, &event, &owner, &response)).await {
             Ok(()) => stored_response(&response, false),
             Err(StoreError::DeadlineExceeded) => {
                 // No release: the lease ends at the deadline, within the
@@ -367,16 +406,28 @@ impl OrderApi {
         ))
     }
 
-    async fn show(&self, id: &str, deadline_ms: u64) -> Response<Body> {
-        // An id that could not be an order's is not one.
-        if Id::try_from(id).is_err() {
+    async fn show(&self, req: &Request, segment: &str, deadline_ms: u64) -> Response<Body> {
+        let scope = match self.scope(req) {
+            Ok(scope) => scope,
+            Err(refused) => return problem(refused),
+        };
+        // The path as the client encoded it (`ord%201`), decoded once: the
+        // id is `ord 1`. An id that could not be an order's is not one.
+        let Some(id) = decode_segment(segment).filter(|id| Id::try_from(id.as_str()).is_ok())
+        else {
             return problem(ProblemKind::NotFound.with("no such order"));
-        }
-        let view: OrderView = match cut(cutoff(deadline_ms), self.store.orders().get(id)).await {
+        };
+        let view: OrderView = match cut(cutoff(deadline_ms), self.store.orders().get(&id)).await {
             Ok(Some(v)) => v,
             Ok(None) => return problem(ProblemKind::NotFound.with("no such order")),
             Err(e) => return store_problem(&e),
         };
+        // Only the caller who placed it sees it; to anyone else (and for an
+        // order placed through SQS, which no caller of this API placed) it
+        // is as absent as an unknown id, so ids cannot be probed.
+        if view.owner.as_deref() != Some(owner_of(&scope).as_str()) {
+            return problem(ProblemKind::NotFound.with("no such order"));
+        }
         let body = serde_json::to_string(&Shown {
             order_id: &view.order_id,
             status: view.status.as_str(),
@@ -525,6 +576,36 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.idempotency_ttl_seconds, 60);
+        // Closed by default: IAM unless API_AUTH says otherwise; `none`
+        // only when set.
+        assert_eq!(c.auth, AuthMode::Iam);
+        for (raw, want) in [
+            ("iam", AuthMode::Iam),
+            ("jwt", AuthMode::Jwt),
+            ("lambda", AuthMode::Lambda),
+            ("none", AuthMode::None),
+            (" ", AuthMode::Iam),
+        ] {
+            let c = cfg(&[
+                ("TABLE_NAME", "o"),
+                ("IDEMPOTENCY_TABLE", "i"),
+                ("API_AUTH", raw),
+            ]);
+            assert_eq!(c.map(|c| c.auth), Ok(want), "{raw:?}");
+        }
+        for bad in ["anonymous", "off", "AWS_IAM"] {
+            assert!(matches!(
+                cfg(&[
+                    ("TABLE_NAME", "o"),
+                    ("IDEMPOTENCY_TABLE", "i"),
+                    ("API_AUTH", bad)
+                ]),
+                Err(ConfigError::Invalid {
+                    var: "API_AUTH",
+                    ..
+                })
+            ));
+        }
         for bad in ["0", "-1", "soon", "31536001"] {
             assert!(matches!(
                 cfg(&[

@@ -130,10 +130,13 @@ impl ApiStore {
     /// keeps a token for 10 minutes, far longer than the SDK's retries
     /// take). Without one of ours (an attempt id over 36 characters) the
     /// SDK fills in a token of its own, once per call: the same holds.
+    /// `owner` ([`crate::api::domain::owner_of`]) is written on the order,
+    /// for `GET /orders/{orderId}` to show it to its owner only.
     pub async fn commit(
         &self,
         c: &Claim<'_>,
         order: &OrderEvent,
+        owner: &str,
         response: &StoredResponse,
     ) -> Result<(), StoreError> {
         let complete = Update::builder()
@@ -159,7 +162,7 @@ impl ApiStore {
             .map_err(|_| StoreError::Client {
                 code: "ConstructionFailure".into(),
             })?;
-        let place = self.orders.transact_update(order)?;
+        let place = self.orders.transact_update_owned(order, Some(owner))?;
         let mut request = self
             .client
             .transact_write_items()

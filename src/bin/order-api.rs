@@ -17,8 +17,16 @@ async fn main() -> Result<(), lambda_http::Error> {
         table = %config.table_name,
         idempotency_table = %config.idempotency_table,
         ttl_seconds = config.idempotency_ttl_seconds,
+        auth = config.auth.as_str(),
         "cold start"
     );
+    if config.auth == order_consumer::api::event::AuthMode::None {
+        // The local loop's setting: loud, so that it is never missed in a
+        // deployed function's logs.
+        tracing::warn!(
+            "API_AUTH=none: no authorizer, every caller is one anonymous principal (local loop only)"
+        );
+    }
     let orders = OrderStore::new(client.clone(), config.table_name.clone());
     let store = ApiStore::new(client, config.idempotency_table.clone(), orders);
     OrderApi::new(store, &config).serve().await

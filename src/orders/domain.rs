@@ -160,6 +160,9 @@ pub struct OrderView {
     pub delivered_at: Option<String>,
     pub cancelled_at: Option<String>,
     pub updated_at: Option<String>,
+    /// The order API's hash of the caller that placed it (`owner`); `None`
+    /// for an order placed through SQS.
+    pub owner: Option<String>,
 }
 
 /// The entry an event adds to [`OrderSnapshot::processed_hashes`].

@@ -156,8 +156,29 @@ impl OrderStore {
     /// must be the one the consumer would have written, so that the rest of
     /// the lifecycle arrives through SQS unchanged.
     pub fn transact_update(&self, event: &OrderEvent) -> Result<Update, StoreError> {
-        let e = expressions(event);
-        Update::builder()
+        self.transact_update_owned(event, None)
+    }
+
+    /// [`Self::transact_update`], also setting the order's `owner` (the
+    /// order API's hash of the principal that placed it, which `GET
+    /// /orders/{orderId}` compares): the consumer's item plus that one
+    /// attribute, which the consumer's later writes leave alone.
+    pub fn transact_update_owned(
+        &self,
+        event: &OrderEvent,
+        owner: Option<&str>,
+    ) -> Result<Update, StoreError> {
+        let mut e = expressions(event);
+        if let Some(owner) = owner {
+            // Every expression starts with one SET clause and has no other.
+            e.update.push_str(", #owner = :owner");
+            e.values.insert(":owner".to_owned(), s(owner));
+        }
+        let mut update = Update::builder();
+        if owner.is_some() {
+            update = update.expression_attribute_names("#owner", OWNER);
+        }
+        update
             .table_name(&self.table)
             .key(KEY, s(event.order_id.as_str()))
             .update_expression(e.update)
@@ -187,6 +208,10 @@ impl OrderStore {
         out.item.map(from_item::<OrderView>).transpose()
     }
 }
+
+/// The order item's attribute that names (as a hash) the order API caller
+/// who placed it; absent on orders placed through SQS.
+pub const OWNER: &str = "owner";
 
 /// The parts of an event's conditional write, shared by the single
 /// UpdateItem and the transactional form.

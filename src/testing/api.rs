@@ -100,13 +100,19 @@ impl ApiDb {
 /// Who calls, as the HTTP API's authorizer reports it.
 #[derive(Debug, Clone)]
 pub enum Caller<'a> {
-    /// A route without an authorizer.
+    /// A route without an authorizer (no `authorizer` in the context).
     Anonymous,
     /// A JWT authorizer's claims `iss` and `sub`.
     Jwt(&'a str, &'a str),
-    /// An IAM-authorized caller's user ARN.
+    /// An IAM-authorized caller's user (or assumed-role) ARN.
     Iam(&'a str),
+    /// A Lambda authorizer's context: `principalId` set to this.
+    Lambda(&'a str),
 }
+
+/// The caller the tests send as by default: an IAM user, what the
+/// template's routes (IAM authorization, `API_AUTH` unset) see.
+pub const ALICE: Caller<'static> = Caller::Iam("arn:aws:iam::123456789012:user/alice");
 
 /// An API Gateway HTTP API (payload format 2.0) event, as JSON.
 pub fn event(
@@ -143,6 +149,9 @@ pub fn event(
         }
         Caller::Iam(arn) => json!({"iam": {"accessKey": "AKIAEXAMPLE", "accountId": "123456789012",
             "callerId": "AIDAEXAMPLE", "principalOrgId": null, "userArn": arn, "userId": "AIDAEXAMPLE"}}),
+        Caller::Lambda(principal) => {
+            json!({"lambda": {"principalId": principal, "tenant": "t-1"}})
+        }
     };
     let mut context = json!({
         "accountId": "123456789012",
@@ -192,14 +201,16 @@ pub fn post(key: Option<&str>, body: &str, caller: &Caller<'_>) -> Request {
     request(&event("POST", "/orders", &headers, Some(body), caller))
 }
 
-/// `GET /orders/{orderId}`.
-pub fn get(order_id: &str) -> Request {
+/// `GET /orders/{orderId}` by `caller`; `order_id` goes into the path as
+/// it is (percent-encode it first for an id with spaces or non-ASCII, as
+/// a client must).
+pub fn get(order_id: &str, caller: &Caller<'_>) -> Request {
     request(&event(
         "GET",
         &format!("/orders/{order_id}"),
         &[],
         None,
-        &Caller::Anonymous,
+        caller,
     ))
 }
 

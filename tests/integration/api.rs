@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Request, Response};
-use order_consumer::api::domain::{fingerprint, record_key};
+use order_consumer::api::domain::{fingerprint, owner_of, record_key};
 use order_consumer::api::event::Scope;
 use order_consumer::api::store::{ApiStore, Claim};
 use order_consumer::core::time::epoch_ms;
@@ -27,6 +27,11 @@ fn order_id(r: &Response<Body>) -> String {
     json_of(r)["orderId"].as_str().expect("orderId").to_owned()
 }
 
+/// [`ALICE`]'s scope, as the function reads it.
+fn alice() -> Scope {
+    Scope::Iam("arn:aws:iam::123456789012:user/alice".into())
+}
+
 fn without(
     mut item: std::collections::HashMap<String, AttributeValue>,
     names: &[&str],
@@ -42,7 +47,7 @@ async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
     let t = ApiDb::new().await;
     let api = t.api(&[]);
     let before = epoch_ms() / 1000;
-    let r = send(&api, post(Some("key-1"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("key-1"), BODY, &ALICE)).await;
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(header(&r, "content-type"), Some("application/json"));
     assert_eq!(header(&r, "idempotent-replayed"), None);
@@ -82,8 +87,15 @@ async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
     assert_eq!((labels, failed.len()), (vec!["Applied"], 0));
     let by_consumer = other.item(&id).await.expect("consumer's item");
     let by_api = t.db.item(&id).await.expect("API's item");
+    // The API's item is the consumer's plus `owner`: the hash of the
+    // caller's principal, never the principal itself (issue 27).
     assert_eq!(
-        without(by_api, &["updated_at"]),
+        order_consumer::testing::s(&by_api, "owner"),
+        owner_of(&alice())
+    );
+    assert!(!format!("{by_api:?}").contains("alice"));
+    assert_eq!(
+        without(by_api, &["updated_at", "owner"]),
         without(by_consumer, &["updated_at"])
     );
 }
@@ -92,10 +104,10 @@ async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
 async fn the_rest_of_the_lifecycle_arrives_through_sqs_unchanged() {
     let t = ApiDb::new().await;
     let api = t.api(&[]);
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert_eq!(r.status(), 201);
     let id = order_id(&r);
-    let g = send(&api, get(&id)).await;
+    let g = send(&api, get(&id, &ALICE)).await;
     assert_eq!(g.status(), 200);
     let shown = json_of(&g);
     assert_eq!(
@@ -109,7 +121,7 @@ async fn the_rest_of_the_lifecycle_arrives_through_sqs_unchanged() {
     let (report, failed) = run(&t.db.consumer(), &batch_of(&[paid])).await;
     let labels = order_consumer::testing::labels(&report);
     assert_eq!((labels, failed.len()), (vec!["Applied"], 0));
-    let shown = json_of(&send(&api, get(&id)).await);
+    let shown = json_of(&send(&api, get(&id, &ALICE)).await);
     assert_eq!(shown["status"], "PAID");
     assert_eq!(shown["lastEventSeq"], 2);
     assert!(shown["paidAt"].is_string() && shown["updatedAt"].is_string());
@@ -135,13 +147,13 @@ async fn the_same_key_and_body_replays_the_stored_response_byte_for_byte() {
             counter,
         )
     };
-    let first = send(&api, post(Some("\"k-1\""), BODY, &Caller::Anonymous)).await;
+    let first = send(&api, post(Some("\"k-1\""), BODY, &ALICE)).await;
     assert_eq!(first.status(), 201);
     let first_requests = requests.get();
     // Other key order and whitespace, and the bare form of the same key.
     let same = "{ \"currency\": \"INR\",\n  \"amount\": 150000, \"customerId\": \"cust-1\" }";
     for key in ["k-1", "\"k-1\""] {
-        let again = send(&api, post(Some(key), same, &Caller::Anonymous)).await;
+        let again = send(&api, post(Some(key), same, &ALICE)).await;
         assert_eq!(again.status(), 201);
         assert_eq!(text(&again), text(&first));
         assert_eq!(header(&again, "location"), header(&first, "location"));
@@ -165,13 +177,11 @@ async fn the_same_key_with_another_body_is_422() {
     let t = ApiDb::new().await;
     let api = t.api(&[]);
     assert_eq!(
-        send(&api, post(Some("k"), BODY, &Caller::Anonymous))
-            .await
-            .status(),
+        send(&api, post(Some("k"), BODY, &ALICE)).await.status(),
         201
     );
     let other = r#"{"customerId":"cust-1","amount":150001,"currency":"INR"}"#;
-    let r = send(&api, post(Some("k"), other, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), other, &ALICE)).await;
     assert!(is_problem(&r, 422), "{}", text(&r));
     assert!(!text(&r).contains("150001"));
     assert_eq!(t.orders().await.len(), 1);
@@ -191,7 +201,7 @@ async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
         Some("a b"),
         Some("ключ"),
     ] {
-        let r = send(&api, post(key, BODY, &Caller::Anonymous)).await;
+        let r = send(&api, post(key, BODY, &ALICE)).await;
         assert!(is_problem(&r, 400), "{key:?}: {}", text(&r));
         assert!(
             json_of(&r)["detail"]
@@ -203,14 +213,14 @@ async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
     // A control character cannot come through API Gateway's JSON as a
     // header value lambda_http accepts; built directly, it is refused too.
     for raw in [&b"a\tb"[..], b"\"a\tb\"", b"k\xff"] {
-        let mut req = post(Some("x"), BODY, &Caller::Anonymous);
+        let mut req = post(Some("x"), BODY, &ALICE);
         req.headers_mut().insert(
             "idempotency-key",
             lambda_http::http::HeaderValue::from_bytes(raw).unwrap(),
         );
         assert!(is_problem(&send(&api, req).await, 400), "{raw:?}");
     }
-    let mut req = post(Some("x"), BODY, &Caller::Anonymous);
+    let mut req = post(Some("x"), BODY, &ALICE);
     req.headers_mut()
         .append("idempotency-key", "y".parse().unwrap());
     assert!(is_problem(&send(&api, req).await, 400), "a repeated header");
@@ -227,7 +237,7 @@ async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
             "currency",
         ),
     ] {
-        let r = send(&api, post(Some("fix-me"), body, &Caller::Anonymous)).await;
+        let r = send(&api, post(Some("fix-me"), body, &ALICE)).await;
         assert!(is_problem(&r, 400), "{body}: {}", text(&r));
         let detail = json_of(&r)["detail"].as_str().unwrap().to_owned();
         assert!(detail.contains(field), "{detail}");
@@ -248,20 +258,14 @@ async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
         }
         let r = send(
             &api,
-            request(&event(
-                "POST",
-                "/orders",
-                &headers,
-                Some(BODY),
-                &Caller::Anonymous,
-            )),
+            request(&event("POST", "/orders", &headers, Some(BODY), &ALICE)),
         )
         .await;
         assert!(is_problem(&r, 415), "{ct:?}: {}", text(&r));
     }
     assert!(t.records().await.is_empty() && t.orders().await.is_empty());
     // Nothing was stored: the same key, fixed, places the order.
-    let r = send(&api, post(Some("fix-me"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("fix-me"), BODY, &ALICE)).await;
     assert_eq!(r.status(), 201);
 }
 
@@ -277,7 +281,7 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
         t.db.store(),
     );
     let value: Value = serde_json::from_str(BODY).unwrap();
-    let (key, fp) = (record_key(&Scope::Anonymous, "k"), fingerprint(&value));
+    let (key, fp) = (record_key(&alice(), "k"), fingerprint(&value));
     let now = epoch_ms();
     let claim = Claim {
         key: &key,
@@ -288,18 +292,18 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
         now_ms: now,
     };
     assert_eq!(store.claim(&claim).await, Ok(None));
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert!(is_problem(&r, 409), "{}", text(&r));
     assert_eq!(header(&r, "retry-after"), Some("1"));
     let other = r#"{"customerId":"cust-2","amount":1,"currency":"INR"}"#;
     assert!(is_problem(
-        &send(&api, post(Some("k"), other, &Caller::Anonymous)).await,
+        &send(&api, post(Some("k"), other, &ALICE)).await,
         422
     ));
     assert!(t.orders().await.is_empty());
     // The lease ends with that deadline: the retry places the order.
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(t.orders().await.len(), 1);
     // The dead attempt cannot complete the key any more.
@@ -313,7 +317,12 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
         &order_consumer::testing::body("late", 1, "OrderPlaced", "late").to_string(),
     ))
     .unwrap();
-    assert!(store.commit(&claim, &ev, &late).await.is_err());
+    assert!(
+        store
+            .commit(&claim, &ev, &owner_of(&alice()), &late)
+            .await
+            .is_err()
+    );
     assert_eq!(t.orders().await.len(), 1);
 }
 
@@ -322,10 +331,10 @@ async fn dynamodb_unavailable_or_throttled_is_503_and_the_retry_succeeds() {
     let t = ApiDb::new().await;
     let down = FaultProxy::answering(Fault::Refuse).await;
     let api = t.api_with_client(client_for(&down.url()), &[]);
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert!(is_problem(&r, 503), "{}", text(&r));
     assert_eq!(header(&r, "retry-after"), Some("1"));
-    let g = send(&api, get("ord_x")).await;
+    let g = send(&api, get("ord_x", &ALICE)).await;
     assert!(is_problem(&g, 503), "{}", text(&g));
 
     // The claim commits, the transaction is throttled: the claim is given
@@ -336,14 +345,14 @@ async fn dynamodb_unavailable_or_throttled_is_503_and_the_retry_succeeds() {
         1.0,
     );
     let api = t.api_with_client(client_for(&proxy.url()), &[]);
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert!(is_problem(&r, 503), "{}", text(&r));
     assert!(
         t.records().await.is_empty() && t.orders().await.is_empty(),
         "nothing half-stored"
     );
     proxy.heal();
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(t.orders().await.len(), 1);
 }
@@ -352,14 +361,14 @@ async fn dynamodb_unavailable_or_throttled_is_503_and_the_retry_succeeds() {
 async fn an_expired_key_may_be_reused_whatever_ttl_has_deleted() {
     let t = ApiDb::new().await;
     let api = t.api(&[("IDEMPOTENCY_TTL_SECONDS", "1")]);
-    let first = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let first = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert_eq!(first.status(), 201);
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     // The record is still there (TTL deletes late, dynoxide not at all)...
     assert_eq!(t.records().await.len(), 1);
     // ...and no longer answers: a new order, even with another body.
     let other = r#"{"customerId":"cust-2","amount":7,"currency":"USD"}"#;
-    let second = send(&api, post(Some("k"), other, &Caller::Anonymous)).await;
+    let second = send(&api, post(Some("k"), other, &ALICE)).await;
     assert_eq!(second.status(), 201, "{}", text(&second));
     assert_eq!(header(&second, "idempotent-replayed"), None);
     assert_ne!(order_id(&first), order_id(&second));
@@ -369,53 +378,263 @@ async fn an_expired_key_may_be_reused_whatever_ttl_has_deleted() {
 #[tokio::test]
 async fn keys_are_scoped_by_caller() {
     let t = ApiDb::new().await;
-    let api = t.api(&[]);
-    let callers = [
-        Caller::Anonymous,
-        Caller::Jwt("https://issuer", "alice"),
-        Caller::Jwt("https://issuer", "bob"),
-        Caller::Jwt("https://other-issuer", "alice"),
-        Caller::Iam("arn:aws:iam::123456789012:user/alice"),
+    // Each authorizer's principals, each API reading its own kind (all on
+    // the same tables, so that every record key meets every other).
+    let by_mode: [(&str, Vec<Caller>); 4] = [
+        ("none", vec![Caller::Anonymous]),
+        (
+            "jwt",
+            vec![
+                Caller::Jwt("https://issuer", "alice"),
+                Caller::Jwt("https://issuer", "bob"),
+                Caller::Jwt("https://other-issuer", "alice"),
+            ],
+        ),
+        (
+            "iam",
+            vec![
+                Caller::Iam("arn:aws:iam::123456789012:user/alice"),
+                Caller::Iam("arn:aws:sts::123456789012:assumed-role/Ordering/s-1"),
+            ],
+        ),
+        (
+            "lambda",
+            vec![Caller::Lambda("alice"), Caller::Lambda("bob")],
+        ),
     ];
     let mut ids = std::collections::HashSet::new();
-    for c in &callers {
-        let r = send(&api, post(Some("shared"), BODY, c)).await;
-        assert_eq!(r.status(), 201, "{c:?}: {}", text(&r));
-        assert_eq!(header(&r, "idempotent-replayed"), None, "{c:?}");
-        ids.insert(order_id(&r));
+    let mut callers = 0;
+    for (mode, cs) in &by_mode {
+        let api = t.api(&[("API_AUTH", mode)]);
+        for c in cs {
+            let r = send(&api, post(Some("shared"), BODY, c)).await;
+            assert_eq!(r.status(), 201, "{c:?}: {}", text(&r));
+            assert_eq!(header(&r, "idempotent-replayed"), None, "{c:?}");
+            ids.insert(order_id(&r));
+            callers += 1;
+        }
     }
-    assert_eq!(ids.len(), callers.len());
-    let again = send(&api, post(Some("shared"), BODY, &callers[2])).await;
+    assert_eq!(ids.len(), callers);
+    let jwt = t.api(&[("API_AUTH", "jwt")]);
+    let again = send(&jwt, post(Some("shared"), BODY, &by_mode[1].1[1])).await;
     assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
-    assert_eq!(t.orders().await.len(), callers.len());
+    // Another session of the same assumed role is the same principal: its
+    // retry (after a credentials refresh) finds the key.
+    let iam = t.api(&[]);
+    let other_session = Caller::Iam("arn:aws:sts::123456789012:assumed-role/Ordering/s-2");
+    let again = send(&iam, post(Some("shared"), BODY, &other_session)).await;
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(t.orders().await.len(), callers);
+}
+
+#[tokio::test]
+async fn without_a_principal_from_the_configured_authorizer_it_is_403_and_nothing_is_stored() {
+    let t = ApiDb::new().await;
+    let jwt = Caller::Jwt("https://issuer", "alice");
+    let iam = ALICE;
+    let lambda = Caller::Lambda("alice");
+    let no_sub = Caller::Jwt("https://issuer", "");
+    let blank_lambda = Caller::Lambda(" ");
+    // Each mode refuses no authorizer at all, and a principal of any other
+    // kind (the route is behind another authorizer than API_AUTH says).
+    for (mode, refused) in [
+        ("iam", vec![&Caller::Anonymous, &jwt, &lambda]),
+        ("", vec![&Caller::Anonymous, &jwt, &lambda]),
+        ("jwt", vec![&Caller::Anonymous, &iam, &lambda, &no_sub]),
+        (
+            "lambda",
+            vec![&Caller::Anonymous, &iam, &jwt, &blank_lambda],
+        ),
+    ] {
+        let api = t.api(&[("API_AUTH", mode)]);
+        for c in refused {
+            let r = send(&api, post(Some("k"), BODY, c)).await;
+            assert!(is_problem(&r, 403), "{mode} {c:?}: {}", text(&r));
+            assert_eq!(
+                json_of(&r)["type"],
+                "urn:order-api:problem:forbidden",
+                "{mode} {c:?}"
+            );
+            // Before the key and the body are even looked at.
+            let r = send(&api, post(None, "not json", c)).await;
+            assert!(is_problem(&r, 403), "{mode} {c:?}: {}", text(&r));
+            let r = send(&api, get("ord_x", c)).await;
+            assert!(is_problem(&r, 403), "{mode} GET {c:?}: {}", text(&r));
+        }
+    }
+    assert!(t.records().await.is_empty() && t.orders().await.is_empty());
+    // The Lambda entry point counts it under its own outcome.
+    assert_eq!(
+        order_consumer::api::outcome_of(
+            &send(&t.api(&[]), post(Some("k"), BODY, &Caller::Anonymous)).await
+        )
+        .label(),
+        "Forbidden"
+    );
+}
+
+#[tokio::test]
+async fn an_order_is_shown_only_to_the_caller_who_placed_it() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    let id = order_id(&r);
+    assert_eq!(send(&api, get(&id, &ALICE)).await.status(), 200);
+    // Another session of alice's... no: another caller altogether, with
+    // the same key space and the order's id: as absent as an unknown id.
+    let bob = Caller::Iam("arn:aws:iam::123456789012:user/bob");
+    let r = send(&api, get(&id, &bob)).await;
+    assert!(is_problem(&r, 404), "{}", text(&r));
+    assert_eq!(text(&r), text(&send(&api, get("ord_unknown", &bob)).await));
+    assert!(!text(&r).contains("cust-1"));
+    // The same name under another authorizer is another principal.
+    let jwt_api = t.api(&[("API_AUTH", "jwt")]);
+    let r = send(
+        &jwt_api,
+        get(
+            &id,
+            &Caller::Jwt("", "arn:aws:iam::123456789012:user/alice"),
+        ),
+    )
+    .await;
+    assert!(is_problem(&r, 404), "{}", text(&r));
+    // An order placed through SQS was placed by no caller of the API.
+    let placed = order_consumer::testing::body("ord-by-sqs", 1, "OrderPlaced", "e-sqs");
+    let (_, failed) = run(&t.db.consumer(), &batch_of(&[placed])).await;
+    assert!(failed.is_empty());
+    let r = send(&api, get("ord-by-sqs", &ALICE)).await;
+    assert!(is_problem(&r, 404), "{}", text(&r));
+    // The owner mark survives the order's later events.
+    let paid = order_consumer::testing::body(&id, 2, "OrderPaid", "e-paid");
+    let (_, failed) = run(&t.db.consumer(), &batch_of(&[paid])).await;
+    assert!(failed.is_empty());
+    let shown = json_of(&send(&api, get(&id, &ALICE)).await);
+    assert_eq!(shown["status"], "PAID");
+}
+
+#[tokio::test]
+async fn two_idempotency_keys_in_one_request_are_400_and_nothing_is_stored() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    // The header sent twice: API Gateway's HTTP API hands the function one
+    // value, the two joined with a comma (as `event` builds it).
+    for (k1, k2) in [
+        ("k1", "k2"),
+        ("\"k1\"", "\"k2\""),
+        ("k1", "k1"),
+        ("\"k1\"", "k2"),
+    ] {
+        let ev = event(
+            "POST",
+            "/orders",
+            &[
+                ("content-type", "application/json"),
+                ("idempotency-key", k1),
+                ("idempotency-key", k2),
+            ],
+            Some(BODY),
+            &ALICE,
+        );
+        let r = send(&api, request(&ev)).await;
+        assert!(is_problem(&r, 400), "{k1} + {k2}: {}", text(&r));
+        let detail = json_of(&r)["detail"].as_str().unwrap().to_owned();
+        assert!(detail.contains("once"), "{detail}");
+    }
+    // A client that joins them itself, with spaces.
+    for joined in ["k1, k2", "\"k1\", \"k2\"", "\"k1\" ,k2", "k1,"] {
+        let r = send(&api, post(Some(joined), BODY, &ALICE)).await;
+        assert!(is_problem(&r, 400), "{joined}: {}", text(&r));
+    }
+    assert!(t.records().await.is_empty() && t.orders().await.is_empty());
+    // A comma inside a quoted key is part of that one key.
+    let r = send(&api, post(Some("\"k1,k2\""), BODY, &ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+}
+
+#[tokio::test]
+async fn ids_with_spaces_and_non_ascii_are_read_through_their_percent_encoded_path() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let store = ApiStore::new(
+        t.db.client.clone(),
+        t.idempotency_table.clone(),
+        t.db.store(),
+    );
+    // Orders with ids the consumer accepts, placed by alice through the
+    // API's own write (the API itself only makes `ord_<hex>` ids).
+    let ids = ["ord 1", "заказ-1", "ord%201", "ord/1?x#y"];
+    for (i, id) in ids.iter().enumerate() {
+        let ev = order_consumer::orders::event::parse_body(Some(
+            &order_consumer::testing::body(id, 1, "OrderPlaced", &format!("e-{i}")).to_string(),
+        ))
+        .unwrap();
+        let key = format!("k-{i}");
+        let now = epoch_ms();
+        let claim = Claim {
+            key: &key,
+            fingerprint: "f",
+            attempt: &key,
+            lease_until: now + 10_000,
+            expires_at: now / 1000 + 60,
+            now_ms: now,
+        };
+        assert_eq!(store.claim(&claim).await, Ok(None));
+        let response = order_consumer::api::domain::StoredResponse {
+            status: 201,
+            body: "{}".into(),
+            location: "/orders/x".into(),
+            expires_at: claim.expires_at,
+        };
+        store
+            .commit(&claim, &ev, &owner_of(&alice()), &response)
+            .await
+            .expect("commit");
+    }
+    // As a client encodes the id into the path; decoded once.
+    for (path_id, id) in [
+        ("ord%201", "ord 1"),
+        ("%D0%B7%D0%B0%D0%BA%D0%B0%D0%B7-1", "заказ-1"),
+        ("%d0%b7%d0%b0%d0%ba%d0%b0%d0%b7-1", "заказ-1"),
+        ("ord%25201", "ord%201"),
+        ("ord%2F1%3Fx%23y", "ord/1?x#y"),
+    ] {
+        let r = send(&api, get(path_id, &ALICE)).await;
+        assert_eq!(r.status(), 200, "{path_id}: {}", text(&r));
+        assert_eq!(json_of(&r)["orderId"], id, "{path_id}");
+    }
+    // A space or non-ASCII sent unencoded reaches lambda_http's URI
+    // encoded, and reads the same.
+    let r = send(&api, get("заказ-1", &ALICE)).await;
+    assert_eq!(json_of(&r)["orderId"], "заказ-1", "{}", text(&r));
+    // Not an encoding, or not UTF-8: no order has such an id.
+    for bad in ["ord%2", "ord%zz1", "ord%+11", "%FF%FE"] {
+        let r = send(&api, get(bad, &ALICE)).await;
+        assert!(is_problem(&r, 404), "{bad}: {}", text(&r));
+    }
 }
 
 #[tokio::test]
 async fn unknown_orders_and_routes_are_problems() {
     let t = ApiDb::new().await;
     let api = t.api(&[]);
-    assert!(is_problem(&send(&api, get("ord_missing")).await, 404));
+    assert!(is_problem(
+        &send(&api, get("ord_missing", &ALICE)).await,
+        404
+    ));
     let long = "x".repeat(300);
-    assert!(is_problem(&send(&api, get(&long)).await, 404));
-    let r = send(
-        &api,
-        request(&event("GET", "/orders", &[], None, &Caller::Anonymous)),
-    )
-    .await;
+    assert!(is_problem(&send(&api, get(&long, &ALICE)).await, 404));
+    let r = send(&api, request(&event("GET", "/orders", &[], None, &ALICE))).await;
     assert!(is_problem(&r, 405));
     assert_eq!(header(&r, "allow"), Some("POST"));
     let r = send(
         &api,
-        request(&event("DELETE", "/orders/o", &[], None, &Caller::Anonymous)),
+        request(&event("DELETE", "/orders/o", &[], None, &ALICE)),
     )
     .await;
     assert!(is_problem(&r, 405));
     assert!(is_problem(
-        &send(
-            &api,
-            request(&event("GET", "/", &[], None, &Caller::Anonymous))
-        )
-        .await,
+        &send(&api, request(&event("GET", "/", &[], None, &ALICE))).await,
         404
     ));
 }
@@ -427,9 +646,7 @@ async fn fifty_identical_requests_at_once_place_one_order() {
     let tasks: Vec<_> = (0..50)
         .map(|_| {
             let api = api.clone();
-            tokio::spawn(
-                async move { send(&api, post(Some("same"), BODY, &Caller::Anonymous)).await },
-            )
+            tokio::spawn(async move { send(&api, post(Some("same"), BODY, &ALICE)).await })
         })
         .collect();
     let mut created = Vec::new();
@@ -458,13 +675,9 @@ async fn fifty_keys_at_once_place_fifty_orders() {
     let tasks: Vec<_> = (0..50)
         .map(|i| {
             let api = api.clone();
-            tokio::spawn(async move {
-                send(
-                    &api,
-                    post(Some(&format!("key-{i}")), BODY, &Caller::Anonymous),
-                )
-                .await
-            })
+            tokio::spawn(
+                async move { send(&api, post(Some(&format!("key-{i}")), BODY, &ALICE)).await },
+            )
         })
         .collect();
     for task in tasks {
@@ -525,7 +738,9 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let t = ApiDb::new().await;
-            let api = t.api(&[]);
+            // No authorizer in a request built by hand: the local loop's
+            // setting, so that the property is about keys and bodies.
+            let api = t.api(&[("API_AUTH", "none")]);
             let mut builder = lambda_http::http::Request::builder().method("POST").uri("/orders");
             if let Some(k) = &key
                 && let Ok(v) = lambda_http::http::HeaderValue::from_bytes(k)
@@ -559,7 +774,7 @@ async fn the_lambda_entry_point_takes_its_deadline_from_the_invocation() {
     let with_deadline = |key: &str, deadline: u64| {
         let mut cx = lambda_http::Context::default();
         cx.deadline = deadline;
-        lambda_http::RequestExt::with_lambda_context(post(Some(key), BODY, &Caller::Anonymous), cx)
+        lambda_http::RequestExt::with_lambda_context(post(Some(key), BODY, &ALICE), cx)
     };
     // A deadline already past: no time to store anything, 503 and nothing
     // stored, so a retry with the key can still succeed.

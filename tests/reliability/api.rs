@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::function::{Function, InvokeResult, LambdaEnv, api_binary_path};
 use crate::harness::Harness;
-use order_consumer::testing::api::{Caller, event, order_body};
+use order_consumer::testing::api::{ALICE, Caller, event, order_body};
 use order_consumer::testing::proxy::Fault;
 use order_consumer::testing::rng::Rng;
 use order_consumer::testing::{create_idempotency_table, scan_all};
@@ -67,7 +67,7 @@ fn post(key: &str, body: &str) -> Arc<Vec<u8>> {
             ("idempotency-key", key),
         ],
         Some(body),
-        &Caller::Anonymous,
+        &ALICE,
     );
     Arc::new(ev.to_string().into_bytes())
 }
@@ -341,7 +341,8 @@ async fn the_api_binary_writes_the_powertools_keys_and_an_emf_line_per_request()
             .as_array()
             .expect("declared metrics");
         // Every outcome is declared and counted, zeros included.
-        assert_eq!(declared.len(), 10, "{doc}");
+        // Forbidden (403) since issue 27.
+        assert_eq!(declared.len(), 11, "{doc}");
         let total: u64 = declared
             .iter()
             .filter_map(|m| m["Name"].as_str())
@@ -371,4 +372,46 @@ async fn the_api_binary_writes_the_powertools_keys_and_an_emf_line_per_request()
         assert!(l["function_request_id"].is_string(), "{l}");
     }
     h.finish("api logs").await;
+}
+
+/// Issue 27: the binary as deployed (no API_AUTH: iam) answers a request
+/// that reaches it without an IAM principal 403, stores nothing, and
+/// counts it under Forbidden; the same request signed by IAM places the
+/// order.
+#[tokio::test]
+async fn the_api_binary_refuses_a_request_without_a_principal() {
+    let h = start(1, 127).await;
+    let body = order_body("cust-closed", 7);
+    for caller in [Caller::Anonymous, Caller::Jwt("https://issuer", "alice")] {
+        let ev = event(
+            "POST",
+            "/orders",
+            &[
+                ("content-type", "application/json"),
+                ("idempotency-key", "closed-key"),
+            ],
+            Some(&body),
+            &caller,
+        );
+        let r = h.envs[0]
+            .invoke(Arc::new(ev.to_string().into_bytes()), TIMEOUT)
+            .await;
+        let a = Answer::of(&r).expect("an HTTP answer");
+        assert_eq!(a.status, 403, "{caller:?}: {a:?}");
+        assert_eq!(a.header("content-type"), Some("application/problem+json"));
+    }
+    assert!(order_ids(&h).await.is_empty());
+    let idem = scan_all(&h.db.client, &idempotency_table(&h.db.table)).await;
+    assert!(idem.is_empty(), "nothing stored: {idem:?}");
+    let r = h.envs[0].invoke(post("closed-key", &body), TIMEOUT).await;
+    assert_eq!(Answer::of(&r).map(|a| a.status), Ok(201), "{r:?}");
+    let emf: Vec<Value> = h.envs[0]
+        .logs
+        .json_lines()
+        .into_iter()
+        .filter(|l| l.get("_aws").is_some())
+        .collect();
+    let forbidden: Vec<_> = emf.iter().map(|d| d["Forbidden"].clone()).collect();
+    assert_eq!(forbidden, [json!(1), json!(1), json!(0)], "{emf:?}");
+    h.finish("api closed").await;
 }
