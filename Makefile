@@ -39,6 +39,10 @@ help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
+	@# The build with cargo's own progress (a cold one compiles about 400
+	@# crates: 2-3 minutes on two cores), then the demo's output alone.
+	@echo "building the demo (the first build takes 2-3 minutes; later ones seconds)"
+	cargo build --example demo
 	cargo run --quiet --example demo
 
 test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
@@ -103,6 +107,7 @@ local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invo
 	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch
 
 invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to `make local`
+	@echo "invoking order-consumer; right after 'make local' starts, the first invoke waits while it builds the function (about 1.5 minutes; its terminal shows the build)"
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda invoke order-consumer --data-file $(EVENT)
 
 table: ## Print the orders table of `make local`

@@ -32,7 +32,7 @@ the Api's OpenAPI `Body`, which MiniStack's CloudFormation does not import.
 the API Gateway v2 API (CreateIntegration, CreateRoute), each with the
 authorization its `security` names (AWS_IAM, the template's default).
 
-Authorization (issue 27): the routes require IAM authorization, so every
+Authorization: the routes require IAM authorization, so every
 request is signed with SigV4 for `execute-api` (botocore's SigV4Auth, the
 e2e's credentials). What MiniStack 1.5.33 enforces on an AWS_IAM route of an
 HTTP API: a request without an `Authorization` header is answered 403 by

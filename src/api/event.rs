@@ -24,8 +24,11 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// Why the `Idempotency-Key` header cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum KeyError {
-    /// No such header.
-    #[error("the Idempotency-Key header is required")]
+    /// No such header. Clients (curl among them) and proxies drop a header
+    /// whose value is empty, so an empty key usually arrives as none: say so.
+    #[error(
+        "the Idempotency-Key header is required, and none arrived (a header with an empty value is often dropped on the way)"
+    )]
     Missing,
     /// The header is sent more than once, or its value is a list (a comma
     /// outside a quoted key: how API Gateway joins a repeated header).

@@ -203,12 +203,14 @@ async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
     ] {
         let r = send(&api, post(key, BODY, &ALICE)).await;
         assert!(is_problem(&r, 400), "{key:?}: {}", text(&r));
-        assert!(
-            json_of(&r)["detail"]
-                .as_str()
-                .unwrap()
-                .contains("Idempotency-Key")
-        );
+        let detail = json_of(&r)["detail"].as_str().unwrap().to_owned();
+        assert!(detail.contains("Idempotency-Key"), "{detail}");
+        // Each says what is wrong: an empty key is not a missing one.
+        match key {
+            None => assert!(detail.contains("none arrived"), "{detail}"),
+            Some("") | Some("\"\"") => assert!(detail.contains("must not be empty"), "{detail}"),
+            Some(_) => assert!(!detail.contains("required"), "{key:?}: {detail}"),
+        }
     }
     // A control character cannot come through API Gateway's JSON as a
     // header value lambda_http accepts; built directly, it is refused too.
