@@ -884,7 +884,8 @@ async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
         Fault::ByOperation(&[("TransactWriteItems", Fault::DropAnswer)]),
         1,
     );
-    assert_eq!(store.commit(&claim, &ev, &response).await, Ok(()));
+    let owner = owner_of(&Scope::Anonymous);
+    assert_eq!(store.commit(&claim, &ev, &owner, &response).await, Ok(()));
     assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
     assert_eq!(t.orders().await.len(), 1);
 }
