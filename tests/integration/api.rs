@@ -805,11 +805,11 @@ async fn place_with_the_first_answer_dropped(
     let proxy = FaultProxy::start(t.db.endpoint(), 27).await;
     proxy.set_first(Fault::ByOperation(op), 1);
     let api = t.api_with_client(client_for(&proxy.url()), &[]);
-    let first = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let first = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
     // The claim, the commit, and the SDK's re-send of the dropped one.
     assert_eq!(proxy.forwarded(), 3);
-    let again = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let again = send(&api, post(Some("k"), BODY, &ALICE)).await;
     (t, first, again)
 }
 
@@ -900,12 +900,12 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
     let proxy = FaultProxy::start(t.db.endpoint(), 27).await;
     proxy.set(Fault::ByOperation(&[("PutItem", Fault::DropAnswer)]), 1.0);
     let api = t.api_with_client(client_for(&proxy.url()), &[]);
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert!(is_problem(&r, 503), "{}", text(&r));
     assert!(proxy.injected().get("drop-answer").is_some_and(|n| *n >= 1));
     assert!(t.records().await.is_empty(), "the claim was given back");
     proxy.heal();
-    let r = send(&api, post(Some("k"), BODY, &Caller::Anonymous)).await;
+    let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(t.orders().await.len(), 1);
 }
