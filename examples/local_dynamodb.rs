@@ -2,8 +2,9 @@
 //!
 //! `local_dynamodb serve`: dynoxide (in memory) on 127.0.0.1:$DYNAMODB_PORT
 //! (default 8000), with the orders table ($TABLE_NAME, default `orders`)
-//! and the order API's idempotency table ($IDEMPOTENCY_TABLE, default
-//! `idempotency`) created, until Ctrl-C or SIGTERM.
+//! the order API's idempotency table ($IDEMPOTENCY_TABLE, default
+//! `idempotency`) and the payment ledger's tables ($LEDGER_TABLE,
+//! $ACCOUNTS_TABLE; `ledger`, `accounts`) created, until Ctrl-C or SIGTERM.
 //! `local_dynamodb scan`: print the orders table of a running server.
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
@@ -35,8 +36,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             order_consumer::testing::create_orders_table(&client(&endpoint), &table).await?;
             order_consumer::testing::create_idempotency_table(&client(&endpoint), &idempotency)
                 .await?;
+            // The payment ledger's two tables, so that `make invoke
+            // FUNCTION=payment-ledger` reaches a working function too.
+            let var = |k: &str, default: &str| std::env::var(k).unwrap_or_else(|_| default.into());
+            let (ledger, accounts) = (
+                var("LEDGER_TABLE", "ledger"),
+                var("ACCOUNTS_TABLE", "accounts"),
+            );
+            use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
+            order_consumer::testing::create_table(&client(&endpoint), &ledger, ENTRY_KEY).await?;
+            order_consumer::testing::create_table(&client(&endpoint), &accounts, ACCOUNT_KEY)
+                .await?;
             eprintln!(
-                "local DynamoDB on {endpoint} with tables `{table}` and `{idempotency}`; Ctrl-C stops it"
+                "local DynamoDB on {endpoint} with tables `{table}`, `{idempotency}`, `{ledger}` and `{accounts}`; Ctrl-C stops it"
             );
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-cargo build --quiet --example local_dynamodb --bin order-consumer --bin order-api
+cargo build --quiet --example local_dynamodb --bin order-consumer --bin order-api --bin payment-ledger
 DYNAMODB_PORT=$DDB_PORT TABLE_NAME=orders target/debug/examples/local_dynamodb serve 2>"$LOG/ddb.log" &
 pids+=($!)
 
@@ -34,8 +34,8 @@ AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local RUST_LOG=info \
   cargo lambda watch --invoke-port "$INVOKE_PORT" --ignore-changes --timeout 30 >"$LOG/watch.log" 2>&1 &
 pids+=($!)
 
-invoke() {
-  cargo lambda invoke order-consumer --invoke-port "$INVOKE_PORT" --data-file "$1" --output-format json
+invoke() { # event [function]
+  cargo lambda invoke "${2:-order-consumer}" --invoke-port "$INVOKE_PORT" --data-file "$1" --output-format json
 }
 
 # Wait (bounded) for the local DynamoDB and the emulator's port. cargo lambda
@@ -119,3 +119,30 @@ table=$(DYNAMODB_PORT=$DDB_PORT TABLE_NAME=orders target/debug/examples/local_dy
 grep -q '"Created":1' "$LOG/watch.log" || fail "no EMF line with Created=1 from the order API"
 grep -q '"Replayed":1' "$LOG/watch.log" || fail "no EMF line with Replayed=1 from the order API"
 echo "smoke: the order API under cargo lambda placed one order for two POSTs with one key, refused another body with 422, and showed it"
+
+# ---- make invoke FUNCTION=payment-ledger: another function of the same watch ----
+# Its first invoke compiles and starts it (as for order-consumer above).
+ready=""
+for _ in $(seq 1 60); do
+  if invoke "$LOG/empty.json" payment-ledger >/dev/null 2>&1; then ready=yes; break; fi
+  sleep 2
+done
+[[ -n "$ready" ]] || fail "payment-ledger did not answer within 2 minutes"
+out=$(invoke events/ledger/01-captures.json payment-ledger) || fail "invoke payment-ledger"
+printf '%s' "$out" > "$LOG/answer.json"
+summary=$(python3 scripts/invoke_summary.py events/ledger/01-captures.json "$LOG/answer.json" "$LOG/watch.log") \
+  || fail "invoke_summary on the ledger's answer: $summary"
+echo "payment-ledger 01-captures ->"; echo "$summary"
+[[ "$(grep -c ' Applied ' <<<"$summary")" -ge 1 ]] || fail "make invoke's summary shows no Applied record for the ledger"
+grep -q 'batchItemFailures: 0 of' <<<"$summary" || fail "the ledger's captures were not all acknowledged"
+
+# ---- a function that fails its cold start answers the invoke with why, at once ----
+# order-notifier is not configured here (no NOTIFICATIONS_TABLE, no webhook):
+# its init error must come back to the invoke instead of leaving it waiting.
+start=$(date +%s)
+out=$(timeout 120 cargo lambda invoke order-notifier --invoke-port "$INVOKE_PORT" --data-file "$LOG/empty.json" --output-format json 2>&1) \
+  || [[ $? != 124 ]] || fail "invoking a function that fails its init hung for 2 minutes"
+echo "order-notifier (unconfigured) -> $out ($(( $(date +%s) - start )) s, including its build)"
+grep -q 'InvalidConfiguration' <<<"$out" && grep -q 'NOTIFICATIONS_TABLE' <<<"$out" \
+  || fail "the failed cold start's reason did not reach the invoke: $out"
+echo "smoke: make invoke reached payment-ledger under the same watch with one line per record, and a failed cold start answered the invoke with its reason"

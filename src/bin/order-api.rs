@@ -11,7 +11,7 @@ use order_consumer::orders::store::OrderStore;
 async fn main() -> Result<(), lambda_http::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(ApiConfig::from_env())?;
+    let config = bootstrap::config(ApiConfig::from_env()).await?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(
         table = %config.table_name,

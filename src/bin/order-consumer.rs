@@ -10,7 +10,7 @@ use order_consumer::orders::store::OrderStore;
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(OrderConfig::from_env())?;
+    let config = bootstrap::config(OrderConfig::from_env()).await?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
     let redelivery = bootstrap::redelivery(&config.runtime).await;

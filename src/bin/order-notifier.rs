@@ -11,13 +11,17 @@ use order_consumer::notifier::{NotifierConfig, NotifierFunction};
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(NotifierConfig::from_env())?;
+    let config = bootstrap::config(NotifierConfig::from_env()).await?;
     // Read before the runtime loop starts: without a URL the function must
     // not take (and fail) stream batches. The error never carries the URL.
-    let webhook_url = url::webhook_url(&config.webhook).await.map_err(|e| {
-        tracing::error!(error = %e, "could not read the webhook URL; failing the cold start");
-        e
-    })?;
+    let webhook_url = match url::webhook_url(&config.webhook).await {
+        Ok(url) => url,
+        Err(e) => {
+            tracing::error!(error = %e, "could not read the webhook URL; failing the cold start");
+            bootstrap::report_init_error("WebhookUrlUnavailable", &e.to_string()).await;
+            return Err(e.into());
+        }
+    };
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(
         notifications_table = %config.notifications_table,
@@ -28,12 +32,16 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let notifier = NotifierFunction::new(client, config, &webhook_url).map_err(|e| {
-        // reqwest errors may name the URL: never log it.
-        let e = e.without_url();
-        tracing::error!(error = %e, "could not build the webhook client");
-        e
-    })?;
+    let notifier = match NotifierFunction::new(client, config, &webhook_url) {
+        Ok(notifier) => notifier,
+        Err(e) => {
+            // reqwest errors may name the URL: never log it.
+            let e = e.without_url();
+            tracing::error!(error = %e, "could not build the webhook client");
+            bootstrap::report_init_error("WebhookClientUnavailable", &e.to_string()).await;
+            return Err(e.into());
+        }
+    };
 
     notifier.serve().await
 }

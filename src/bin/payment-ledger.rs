@@ -10,7 +10,7 @@ use order_consumer::ledger::{LedgerConfig, LedgerFunction};
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(LedgerConfig::from_env())?;
+    let config = bootstrap::config(LedgerConfig::from_env()).await?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(
         ledger_table = %config.ledger_table,

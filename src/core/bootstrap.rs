@@ -8,12 +8,48 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 /// The function's configuration, or a failed cold start with a clear log
 /// line: a misconfigured function must not start consuming (and
-/// acknowledging) messages.
-pub fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
-    read.map_err(|e| {
-        tracing::error!(error = %e, "invalid configuration");
-        e.into()
-    })
+/// acknowledging) messages. The failure is also reported to the Runtime API
+/// (`/runtime/init/error`), so that the invocation waiting for this cold
+/// start fails at once with the reason (Lambda's `Runtime.ExitError` does
+/// that too, but a local emulator such as `cargo lambda watch` otherwise
+/// waits for a process that is gone).
+pub async fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
+    match read {
+        Ok(config) => Ok(config),
+        Err(e) => {
+            tracing::error!(error = %e, "invalid configuration");
+            report_init_error("InvalidConfiguration", &e.to_string()).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Tell the Runtime API that the cold start failed, best effort: a failure
+/// to report is logged, and the process exits with the error either way.
+/// The message is a configuration error's text, which names a variable and
+/// a range, never a value.
+pub async fn report_init_error(error_type: &str, message: &str) {
+    let Ok(api) = std::env::var("AWS_LAMBDA_RUNTIME_API") else {
+        return;
+    };
+    // Lambda sets `host:port`; `cargo lambda watch` a URL with its scheme
+    // and a path of its own.
+    let base = if api.starts_with("http://") || api.starts_with("https://") {
+        api.trim_end_matches('/').to_owned()
+    } else {
+        format!("http://{api}")
+    };
+    let body = serde_json::json!({"errorType": error_type, "errorMessage": message});
+    let sent = reqwest::Client::new()
+        .post(format!("{base}/2018-06-01/runtime/init/error"))
+        .header("Lambda-Runtime-Function-Error-Type", error_type)
+        .timeout(std::time::Duration::from_secs(2))
+        .body(body.to_string())
+        .send()
+        .await;
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, "could not report the init error to the Runtime API");
+    }
 }
 
 /// JSON logs to stdout (CloudWatch). The level: `RUST_LOG` when set (a full

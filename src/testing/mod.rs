@@ -409,6 +409,9 @@ pub fn body(order: &str, seq: u64, kind: &str, event_id: &str) -> Value {
         "OrderPaid" => json!({"paymentId": "pay-1", "amount": 150000, "currency": "INR"}),
         "OrderShipped" => json!({"carrier": "BlueDart", "trackingId": "BD1"}),
         "OrderCancelled" => json!({"reason": "customer request"}),
+        "OrderDelivered" => json!({}),
+        // Any other type is a test's deliberate garbage: no data. A new
+        // event type needs its data here (docs/adapting.md).
         _ => json!({}),
     };
     json!({"eventId": event_id, "orderId": order, "seq": seq, "type": kind,

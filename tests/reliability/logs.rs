@@ -85,3 +85,31 @@ async fn the_binarys_lines_carry_the_powertools_keys_and_cold_start() {
     }
     h.finish("logs").await;
 }
+
+/// A cold start that fails on its configuration reports why to the Runtime
+/// API (`/runtime/init/error`) before it exits, so the invocation waiting
+/// for it fails at once with the reason instead of waiting on a process
+/// that is gone (what `cargo lambda watch` did); the reason names the
+/// variable, never a value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_cold_start_reports_its_reason_to_the_runtime_api() {
+    let h = Harness::start(1, 102, |c| c.env("MAX_CONCURRENCY", "0")).await;
+    let queue = Queue::new(QueueConfig {
+        seed: 102,
+        ..Default::default()
+    });
+    queue.send(body("init-1", "i-1", 1, "OrderPlaced", 100), None);
+    let batch = queue.receive(10).expect("a batch");
+    let r = h.envs[0]
+        .invoke(batch.payload.clone(), Duration::from_secs(10))
+        .await;
+    let InvokeResult::Crashed { detail } = &r else {
+        panic!("a function without its configuration cannot answer: {r:?}");
+    };
+    assert!(
+        detail.contains("init error: Some(") && detail.contains("MAX_CONCURRENCY"),
+        "{detail}"
+    );
+    assert!(detail.contains("InvalidConfiguration"), "{detail}");
+    h.stop().await;
+}
