@@ -229,6 +229,21 @@ impl TestDb {
         consumer_with(self.store(), &[])
     }
 
+    /// A consumer whose DynamoDB client has no SDK timeouts (its retries
+    /// are the usual ones): it waits for the server however long that
+    /// takes. For tests of what concurrent invocations do to the table, not
+    /// of latency: the in-process server runs every request under one lock
+    /// on the test's own runtime, so on a loaded machine a burst of
+    /// hundreds of requests can queue for longer than the 2 s attempt
+    /// timeout, and the record then fails (rightly: it goes back to the
+    /// queue) for a reason that has nothing to do with the test.
+    #[allow(dead_code)]
+    pub fn consumer_without_timeouts(&self) -> OrderFunction {
+        self.consumer_with_client(&[], |b| {
+            b.timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
+        })
+    }
+
     /// A consumer whose DynamoDB client counts every HTTP request it sends
     /// (each attempt, retries included), with extra environment.
     pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (OrderFunction, RequestCounter) {

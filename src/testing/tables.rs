@@ -41,6 +41,7 @@ pub async fn create_streamed_table(
 }
 
 async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result<(), StoreError> {
+    let streamed = stream;
     let stream = stream
         .then(|| {
             StreamSpecification::builder()
@@ -52,7 +53,7 @@ async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result
         .map_err(|e| StoreError::Client {
             code: e.to_string(),
         })?;
-    client
+    let created = client
         .create_table()
         .set_stream_specification(stream)
         .table_name(table)
@@ -76,13 +77,22 @@ async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result
         )
         .billing_mode(BillingMode::PayPerRequest)
         .send()
-        .await
-        .map_err(|e| {
+        .await;
+    if let Err(e) = created {
+        // On a loaded machine the first attempt can outlast the SDK's 2 s
+        // attempt timeout after the server created the table; the SDK then
+        // sends it again, which the server refuses as ResourceInUse. The
+        // table this call asked for exists: that is success. Any other
+        // table of that name (another key, no stream) is still an error.
+        let exists_as_asked = e.code() == Some("ResourceInUseException")
+            && is_table_as_asked(client, table, key, streamed).await;
+        if !exists_as_asked {
             tracing::warn!(error = %DisplayErrorContext(&e), "CreateTable failed");
-            StoreError::Client {
+            return Err(StoreError::Client {
                 code: e.code().unwrap_or("CreateTableFailed").to_owned(),
-            }
-        })?;
+            });
+        }
+    }
     // Real DynamoDB needs a moment; local servers answer ACTIVE at once.
     client
         .wait_until_table_exists()
@@ -91,6 +101,33 @@ async fn create(client: &Client, table: &str, key: &str, stream: bool) -> Result
         .await
         .map_err(|_| StoreError::Timeout)?;
     Ok(())
+}
+
+/// Whether `table` exists with exactly the string hash key `key` (and a
+/// stream of old and new images if `stream`), as [`create`] would make it.
+async fn is_table_as_asked(client: &Client, table: &str, key: &str, stream: bool) -> bool {
+    let Ok(described) = client.describe_table().table_name(table).send().await else {
+        return false;
+    };
+    let Some(t) = described.table() else {
+        return false;
+    };
+    let keys_match = matches!(
+        t.key_schema(),
+        [k] if k.attribute_name() == key && k.key_type() == &KeyType::Hash
+    );
+    let key_is_string = t
+        .attribute_definitions()
+        .iter()
+        .any(|a| a.attribute_name() == key && a.attribute_type() == &ScalarAttributeType::S);
+    let stream_matches = match t.stream_specification() {
+        Some(s) => {
+            s.stream_enabled() == stream
+                && (!stream || s.stream_view_type() == Some(&StreamViewType::NewAndOldImages))
+        }
+        None => !stream,
+    };
+    keys_match && key_is_string && stream_matches
 }
 
 /// The order API's idempotency table (hash key `idempotency_key`, TTL on

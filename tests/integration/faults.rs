@@ -162,3 +162,29 @@ async fn records_not_started_before_the_deadline_are_reported() {
     assert!(failed_ids(&response.unwrap()).is_empty());
     assert_eq!(db.count_items().await, 2);
 }
+
+/// The tests' own table setup under load: CreateTable commits and its
+/// answer is lost (on a loaded machine, the SDK's 2 s attempt timeout); the
+/// SDK sends it again and the server refuses it as ResourceInUse. The table
+/// exists as asked, so the setup goes on; a table of that name with another
+/// key is still an error.
+#[tokio::test]
+async fn a_table_created_unseen_is_created() {
+    let endpoint = start_dynoxide().await;
+    let proxy = FaultProxy::start(&endpoint, 31).await;
+    proxy.set_first(Fault::ByOperation(&[("CreateTable", Fault::DropAnswer)]), 1);
+    let client = client_for(&proxy.url());
+    create_table(&client, "t-unseen", "pk")
+        .await
+        .expect("the re-sent CreateTable finds the table as asked");
+    assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
+    let other_key = create_table(&client, "t-unseen", "other").await;
+    assert_eq!(
+        other_key,
+        Err(StoreError::Client {
+            code: "ResourceInUseException".into()
+        })
+    );
+    let streamed = create_streamed_table(&client, "t-unseen", "pk").await;
+    assert!(streamed.is_err(), "{streamed:?}");
+}

@@ -135,7 +135,10 @@ pub(crate) fn stream(records: Vec<Value>) -> StreamEvent {
 
 async fn run(n: &NotifierFunction, event: &StreamEvent) -> (Vec<&'static str>, Vec<String>) {
     let (report, response) = n.handle_batch(event, far_deadline()).await;
-    let response = response.expect("partial-batch response");
+    let response = response.unwrap_or_else(|e| {
+        let outcomes: Vec<String> = report.outcomes().map(ToString::to_string).collect();
+        panic!("partial-batch response, not {e:?}: {outcomes:?}")
+    });
     (
         report.outcomes().map(Verdict::label).collect(),
         response
@@ -145,6 +148,18 @@ async fn run(n: &NotifierFunction, event: &StreamEvent) -> (Vec<&'static str>, V
             .collect(),
     )
 }
+
+/// The webhook timeout for a provider that answers: the configuration's
+/// longest (NOTIFY_TIMEOUT_MS). A test that expects the provider's answer
+/// (an HTTP status, a delivery) must not depend on how fast a loaded
+/// machine gets that answer to the client: under load a local POST has
+/// taken longer than 300 ms, and was then (rightly) ProviderUnreachable.
+const ANSWERED_MS: &str = "30000";
+
+/// The webhook timeout for a provider that hangs ([`Mode::Hang`]): short,
+/// only so that the test does not wait long; any load only makes the
+/// request time out later, never answer.
+const HANG_MS: &str = "300";
 
 /// Two orders' lifecycles: ord-1 placed, paid, shipped, delivered, and a
 /// MODIFY that keeps SHIPPED (a rejection recorded); ord-2 placed, cancelled.
@@ -267,7 +282,8 @@ async fn a_crash_between_sending_and_recording_resends_under_the_same_key() {
 #[tokio::test]
 async fn provider_errors_and_timeouts_are_retried_then_delivered_once() {
     let s = Setup::new().await;
-    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "300")]);
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", ANSWERED_MS)]);
+    let hanging = s.notifier(&[("NOTIFY_TIMEOUT_MS", HANG_MS)]);
     let event = stream(vec![
         record(1, "ord-1", None, Some("PLACED")),
         record(2, "ord-1", Some("PLACED"), Some("CANCELLED")),
@@ -287,6 +303,7 @@ async fn provider_errors_and_timeouts_are_retried_then_delivered_once() {
         ),
     ] {
         s.provider.set_mode(mode);
+        let n = if mode == Mode::Hang { &hanging } else { &n };
         let (report, response) = n.handle_batch(&event, far_deadline()).await;
         assert_eq!(report.records[0].outcome, want, "{mode:?}");
         // The order's later record waits for the failed one (stream order).
@@ -610,7 +627,7 @@ fn outcome_of(report: &order_consumer::core::batch::BatchReport<NotifyOutcome>) 
 #[tokio::test]
 async fn a_redirect_is_not_followed_and_leaves_the_notification_retryable() {
     let s = Setup::new().await;
-    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "2000")]);
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", ANSWERED_MS)]);
     let codes = [301, 302, 303, 307, 308];
     for (i, code) in codes.into_iter().enumerate() {
         s.provider.set_mode(Mode::Redirect(code));
@@ -717,7 +734,8 @@ async fn contract_refusals_are_retried_not_recorded_as_rejected() {
 #[tokio::test]
 async fn a_provider_outage_fails_the_invocation_and_a_partial_one_does_not() {
     let s = Setup::new().await;
-    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", "300")]);
+    let n = s.notifier(&[("NOTIFY_TIMEOUT_MS", ANSWERED_MS)]);
+    let hanging = s.notifier(&[("NOTIFY_TIMEOUT_MS", HANG_MS)]);
     // ord-3's confirmation went out before the outage.
     let (labels, _) = run(&n, &stream(vec![record(1, "ord-3", None, Some("PLACED"))])).await;
     assert_eq!(labels, ["Sent"]);
@@ -727,7 +745,7 @@ async fn a_provider_outage_fails_the_invocation_and_a_partial_one_does_not() {
         record(3, "ord-2", None, Some("PLACED")),
         record(4, "ord-1", Some("PLACED"), Some("CANCELLED")),
     ]);
-    for mode in [Mode::Fail(503), Mode::Hang] {
+    for (mode, n) in [(Mode::Fail(503), &n), (Mode::Hang, &hanging)] {
         s.provider.set_mode(mode);
         let mut context = lambda_runtime::Context::default();
         context.deadline = epoch_ms() + 60_000;
