@@ -29,7 +29,7 @@ pids+=($!)
 # API_AUTH=none: cargo lambda serves the order API without API Gateway, so
 # no authorizer puts a principal in the request; the local loop says so
 # explicitly (the function refuses every request under its default, iam).
-TABLE_NAME=orders IDEMPOTENCY_TABLE=idempotency API_AUTH=none RETRY_BACKOFF=off AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
+TABLE_NAME=orders IDEMPOTENCY_TABLE=idempotency LEDGER_TABLE=ledger ACCOUNTS_TABLE=accounts API_AUTH=none RETRY_BACKOFF=off AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local RUST_LOG=info \
   cargo lambda watch --invoke-port "$INVOKE_PORT" --ignore-changes --timeout 30 >"$LOG/watch.log" 2>&1 &
 pids+=($!)
@@ -136,13 +136,4 @@ echo "payment-ledger 01-captures ->"; echo "$summary"
 [[ "$(grep -c ' Applied ' <<<"$summary")" -ge 1 ]] || fail "make invoke's summary shows no Applied record for the ledger"
 grep -q 'batchItemFailures: 0 of' <<<"$summary" || fail "the ledger's captures were not all acknowledged"
 
-# ---- a function that fails its cold start answers the invoke with why, at once ----
-# order-notifier is not configured here (no NOTIFICATIONS_TABLE, no webhook):
-# its init error must come back to the invoke instead of leaving it waiting.
-start=$(date +%s)
-out=$(timeout 120 cargo lambda invoke order-notifier --invoke-port "$INVOKE_PORT" --data-file "$LOG/empty.json" --output-format json 2>&1) \
-  || [[ $? != 124 ]] || fail "invoking a function that fails its init hung for 2 minutes"
-echo "order-notifier (unconfigured) -> $out ($(( $(date +%s) - start )) s, including its build)"
-grep -q 'InvalidConfiguration' <<<"$out" && grep -q 'NOTIFICATIONS_TABLE' <<<"$out" \
-  || fail "the failed cold start's reason did not reach the invoke: $out"
-echo "smoke: make invoke reached payment-ledger under the same watch with one line per record, and a failed cold start answered the invoke with its reason"
+echo "smoke: make invoke reached payment-ledger under the same watch, with one line per record"

@@ -164,7 +164,7 @@ async fn a_failing_visibility_call_loses_nothing() {
         sqs.set_mode(mode);
         let h = harness(seed, &sqs).await;
         let mut rng = Rng::new(seed);
-        let w = Workload::random(&format!("vis-{i}"), 6, &Lifecycle::ALL, &mut rng);
+        let w = Workload::random(&format!("vis-{i}"), 6, Lifecycle::ALL, &mut rng);
         w.send_all(&queue, 0.2, &mut rng);
         let (audit, acked_uncommitted) = ack_audit(&h.db);
         let drained = drain(

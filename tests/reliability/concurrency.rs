@@ -33,7 +33,7 @@ const BATCH: usize = 6;
 
 fn workload(prefix: &str) -> (Workload, Arc<Queue>) {
     let mut rng = Rng::new(42);
-    let w = Workload::random(prefix, ORDERS, &Lifecycle::ALL, &mut rng);
+    let w = Workload::random(prefix, ORDERS, Lifecycle::ALL, &mut rng);
     let q = Queue::new(QueueConfig {
         seed: 42,
         ..Default::default()

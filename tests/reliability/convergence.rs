@@ -183,14 +183,14 @@ pub fn check_convergence(
 
 #[test]
 fn every_order_converges_to_its_events_applied_once_in_seq_order() {
-    check_convergence(file!(), &Lifecycle::ALL, 12, None);
+    check_convergence(file!(), Lifecycle::ALL, 12, None);
 }
 
 /// The same property when one process serves several invocations at once
 /// (Lambda Managed Instances, `AWS_LAMBDA_MAX_CONCURRENCY=8`).
 #[test]
 fn every_order_converges_with_one_process_serving_invocations_at_once() {
-    check_convergence(file!(), &Lifecycle::ALL, 12, Some(8));
+    check_convergence(file!(), Lifecycle::ALL, 12, Some(8));
 }
 
 /// Sequence numbers are u64: beyond 2^53 a float anywhere on the path

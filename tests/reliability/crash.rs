@@ -31,7 +31,7 @@ async fn sigkill_mid_batch_then_redelivery_converges_without_double_apply() {
         1.0,
     );
     let mut rng = Rng::new(4);
-    let w = Workload::random("crash", 40, &Lifecycle::ALL, &mut rng);
+    let w = Workload::random("crash", 40, Lifecycle::ALL, &mut rng);
     let queue = Queue::new(QueueConfig {
         seed: 4,
         ..Default::default()

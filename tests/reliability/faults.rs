@@ -84,7 +84,7 @@ async fn nothing_is_acknowledged_without_its_effect_and_redelivery_converges_aft
     for (phase, (fault, p, invocations, reachable)) in phases.into_iter().enumerate() {
         // Fresh work for every phase (what earlier phases left over stays
         // queued too).
-        let fresh = Workload::random(&format!("flt{phase}"), 12, &Lifecycle::ALL, &mut rng);
+        let fresh = Workload::random(&format!("flt{phase}"), 12, Lifecycle::ALL, &mut rng);
         sent += fresh.send_all(&queue, 0.2, &mut rng);
         w.orders.extend(fresh.orders);
         let table_before = h.db.scan().await;
