@@ -12,7 +12,9 @@
 #
 # Environment:
 #   E2E_TEMPLATE          template to deploy (default: template.yaml)
-#   E2E_FUNCTION_TIMEOUT  FunctionTimeout in seconds (default 3; visibility = 6x)
+#   E2E_FUNCTION_TIMEOUT  FunctionTimeout in seconds (default 6; visibility = 6x):
+#                         the notifier starts a POST only when the invocation has
+#                         time left for its whole 3 s webhook timeout
 #   E2E_DRAIN_TIMEOUT     seconds to wait for the queue to drain (default 300)
 #   E2E_AUTH=false        run MiniStack without IAM enforcement (default true:
 #                         the function gets its execution role's session
@@ -33,7 +35,7 @@ ROOT=$PWD
 VENV=.venv-e2e
 REQ=scripts/e2e/requirements.txt
 TEMPLATE=${E2E_TEMPLATE:-template.yaml}
-FUNCTION_TIMEOUT=${E2E_FUNCTION_TIMEOUT:-3}
+FUNCTION_TIMEOUT=${E2E_FUNCTION_TIMEOUT:-6}
 DRAIN_TIMEOUT=${E2E_DRAIN_TIMEOUT:-300}
 AUTH=${E2E_AUTH:-true}
 BIN=${E2E_BINARY:-target/release/order-consumer}
