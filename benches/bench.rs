@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use order_consumer::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 use order_consumer::orders::domain::{Outcome, classify_refusal};
 use order_consumer::orders::event::parse_body;
 use order_consumer::orders::store::{OrderStore, Write};
@@ -514,7 +514,7 @@ impl PerMessage {
 }
 
 async fn ledger_figures(r: &mut Report) {
-    use order_consumer::core::outcome::Verdict;
+    use lambda_idempotency::outcome::Verdict;
     const N: usize = 1_000;
     const ACCOUNTS: usize = 100;
     r.line(format!(
@@ -553,7 +553,7 @@ async fn ledger_figures(r: &mut Report) {
     for _ in 0..RUNS {
         let db = LedgerDb::new().await;
         let (client, counter) = counted(&db.db.client);
-        let ledger = order_consumer::ledger::LedgerFunction::new(client, db.config());
+        let ledger = order_consumer::ledger::function(client, db.config());
         for ((_, bodies, want), row) in steps.iter().zip(&mut rows) {
             let event = batch_of(bodies);
             let before = counter.get();
@@ -619,9 +619,9 @@ fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) ->
 
 async fn notifier_figures(r: &mut Report) {
     use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-    use order_consumer::core::outcome::Verdict;
+    use lambda_idempotency::outcome::Verdict;
     use order_consumer::notifier::store::KEY;
-    use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+    use order_consumer::notifier::NotifierConfig;
     use order_consumer::testing::provider::Provider;
     const N: usize = 1_000;
     r.line(format!(
@@ -687,7 +687,7 @@ async fn notifier_figures(r: &mut Report) {
         let config = NotifierConfig::from_lookup(|k| vars.get(k).cloned()).expect("config");
         let url = config.webhook.literal().cloned().expect("a literal URL");
         let (client, counter) = counted(&db.client);
-        let notifier = NotifierFunction::new(client, config, &url).expect("notifier");
+        let notifier = order_consumer::notifier::function(client, config, &url).expect("notifier");
         for ((_, event, want), row) in steps.iter().zip(&mut rows) {
             let (before, calls_before) = (counter.get(), provider.method_count("POST"));
             let t = Instant::now();

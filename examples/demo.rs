@@ -21,15 +21,14 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::core::batch::{BatchError, BatchReport};
-use order_consumer::core::outcome::Verdict;
-use order_consumer::core::records::{SqsInput, StrictInput};
+use lambda_idempotency::batch::{BatchError, BatchReport};
+use lambda_idempotency::outcome::Verdict;
+use lambda_idempotency::records::{SqsInput, StrictInput};
 use order_consumer::ledger::event as ledger_event;
 use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-use order_consumer::ledger::{LedgerConfig, LedgerFunction};
-use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+use order_consumer::ledger::LedgerConfig;
+use order_consumer::notifier::NotifierConfig;
 use order_consumer::orders::OrderConfig;
-use order_consumer::orders::OrderFunction;
 use order_consumer::orders::event as order_event;
 use order_consumer::orders::store::OrderStore;
 use serde::Deserialize;
@@ -61,8 +60,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let endpoint = format!("http://{}", listener.local_addr()?);
-    let db = dynoxide::Database::memory()?;
-    let server = tokio::spawn(dynoxide::server::serve_on(listener, db.clone()));
+    let db = order_consumer::testing::dynoxide::Database::memory()?;
+    let server = tokio::spawn(order_consumer::testing::dynoxide::server::serve_on(listener, db.clone()));
     println!("dynoxide (DynamoDB-compatible) listening on {endpoint}");
 
     let client = aws_sdk_dynamodb::Client::from_conf(
@@ -71,8 +70,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("local", "local", None, None, "demo"))
             .endpoint_url(&endpoint)
-            .retry_config(order_consumer::core::dynamo::retry_config())
-            .timeout_config(order_consumer::core::dynamo::timeout_config())
+            .retry_config(lambda_idempotency::dynamo::retry_config())
+            .timeout_config(lambda_idempotency::dynamo::timeout_config())
             .build(),
     );
     // With its stream, as in template.yaml: the order notifier reads it below.
@@ -80,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("created table `{TABLE}`\n");
 
     let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
-    let consumer = OrderFunction::new(OrderStore::new(client.clone(), TABLE), config);
+    let consumer = order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config);
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
     let deadline = || tokio::time::Instant::now() + Duration::from_secs(30);
@@ -104,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "ACCOUNTS_TABLE" => Some(ACCOUNTS.to_owned()),
         _ => None,
     })?;
-    let ledger = LedgerFunction::new(client.clone(), ledger_config);
+    let ledger = order_consumer::ledger::function(client.clone(), ledger_config);
     mismatches += run_scenarios(
         &dir.join("ledger"),
         async |event| ledger.handle_batch(event, deadline()).await,
@@ -337,7 +336,7 @@ async fn print_ledger(client: &aws_sdk_dynamodb::Client) -> Result<(), Box<dyn s
 /// exactly once.
 async fn notify(
     client: &aws_sdk_dynamodb::Client,
-    db: &dynoxide::Database,
+    db: &order_consumer::testing::dynoxide::Database,
 ) -> Result<usize, Box<dyn std::error::Error>> {
     order_consumer::testing::create_table(
         client,
@@ -352,7 +351,7 @@ async fn notify(
         _ => None,
     })?;
     let webhook_url = order_consumer::notifier::url::webhook_url(&config.webhook).await?;
-    let notifier = NotifierFunction::new(client.clone(), config, &webhook_url)?;
+    let notifier = order_consumer::notifier::function(client.clone(), config, &webhook_url)?;
     let records = stream_records::read(db, TABLE);
     println!(
         "created table `{NOTIFICATIONS}`; the orders stream holds {} records\n",

@@ -7,13 +7,13 @@
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
-use order_consumer::core::batch::{BatchContext, Handler};
-use order_consumer::core::config::Runtime;
-use order_consumer::core::dynamo::{Conditional, n, s, send_conditional};
-use order_consumer::core::error::StoreError;
-use order_consumer::core::function::Function;
-use order_consumer::core::outcome::{Unsettled, Verdict};
-use order_consumer::core::wire::{
+use lambda_idempotency::batch::{BatchContext, Handler};
+use lambda_idempotency::config::Runtime;
+use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::function::Function;
+use lambda_idempotency::outcome::{Unsettled, Verdict};
+use lambda_idempotency::wire::{
     Id, ParseError, as_object, parse_wrapped, req_id, req_str, req_u64,
 };
 use order_consumer::testing;

@@ -3,7 +3,7 @@
 //!
 //! # Layout
 //!
-//! - [`core`]: the shared batch machinery, record sources, wire format,
+//! - `lambda_idempotency` (crates/lambda-idempotency): the shared batch machinery,
 //!   DynamoDB plumbing, metrics, configuration and bootstrap. It imports
 //!   nothing from the consumers below.
 //! - [`orders`] (`order-consumer`): order events, one conditional
@@ -21,14 +21,14 @@
 //!
 //! Each consumer is a folder with the same parts: `event` or parsing (the
 //! contract), `domain` (pure classification), `store` (its DynamoDB
-//! adapter), and in `mod.rs` its [`core::batch::Handler`], its
+//! adapter), and in `mod.rs` its [`lambda_idempotency::batch::Handler`], its
 //! configuration and its Lambda function. The binaries are in `src/bin/`.
 
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics.rs).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod api;
-pub mod core;
+
 pub mod ledger;
 pub mod notifier;
 pub mod orders;

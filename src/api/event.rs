@@ -10,8 +10,8 @@ use aws_lambda_events::apigw::ApiGatewayRequestAuthorizer;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-pub use crate::core::wire::ParseError;
-use crate::core::wire::{Amount, Currency, Id, req_amount_at, req_currency_at, req_id};
+pub use lambda_idempotency::wire::ParseError;
+use lambda_idempotency::wire::{Amount, Currency, Id, req_amount_at, req_currency_at, req_id};
 
 /// Longest accepted idempotency key, in characters (Stripe's limit).
 pub const MAX_KEY_CHARS: usize = 255;

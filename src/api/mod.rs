@@ -30,13 +30,13 @@ use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::core::batch::deadline_epoch_ms;
-use crate::core::config::{ConfigError, Telemetry, parse_in, required};
-use crate::core::error::StoreError;
-use crate::core::function::{ColdStart, invocation_span};
-use crate::core::metrics::{self, OutcomeCounts};
-use crate::core::time::{epoch_ms, rfc3339, unique_id};
-use crate::core::wire::{Id, Timestamp};
+use lambda_idempotency::batch::deadline_epoch_ms;
+use lambda_idempotency::config::{ConfigError, Telemetry, parse_in, required};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::function::{ColdStart, invocation_span};
+use lambda_idempotency::metrics::{self, OutcomeCounts};
+use lambda_idempotency::time::{epoch_ms, rfc3339, unique_id};
+use lambda_idempotency::wire::{Id, Timestamp};
 use crate::orders::domain::OrderView;
 use crate::orders::event::{OrderEvent, Payload, Seq};
 use domain::{
@@ -212,7 +212,7 @@ impl OrderApi {
             &[("ColdStart", u64::from(cold_start))],
         ));
         // The invocation span closed with the instrumented future above.
-        crate::core::bootstrap::flush_traces(deadline).await;
+        lambda_idempotency::bootstrap::flush_traces(deadline).await;
         response
     }
 

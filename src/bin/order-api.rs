@@ -4,7 +4,7 @@
 
 use order_consumer::api::store::ApiStore;
 use order_consumer::api::{ApiConfig, OrderApi};
-use order_consumer::core::bootstrap;
+use lambda_idempotency::bootstrap;
 use order_consumer::orders::store::OrderStore;
 
 #[tokio::main]

@@ -3,9 +3,9 @@
 //! as the other functions: configuration, telemetry and clients once per
 //! cold start, plus one read of the webhook URL from SSM.
 
-use order_consumer::core::bootstrap;
+use lambda_idempotency::bootstrap;
 use order_consumer::notifier::url::{self, WebhookSource};
-use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+use order_consumer::notifier::NotifierConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -32,7 +32,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let notifier = match NotifierFunction::new(client, config, &webhook_url) {
+    let notifier = match order_consumer::notifier::function(client, config, &webhook_url) {
         Ok(notifier) => notifier,
         Err(e) => {
             // reqwest errors may name the URL: never log it.

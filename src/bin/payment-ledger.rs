@@ -3,8 +3,8 @@
 //! `order-consumer`: configuration, telemetry and the client once per cold
 //! start.
 
-use order_consumer::core::bootstrap;
-use order_consumer::ledger::{LedgerConfig, LedgerFunction};
+use lambda_idempotency::bootstrap;
+use order_consumer::ledger::LedgerConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -19,7 +19,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         "cold start"
     );
     let redelivery = bootstrap::redelivery(&config.runtime).await;
-    let ledger = LedgerFunction::new(client, config).with_redelivery(redelivery);
+    let ledger = order_consumer::ledger::function(client, config).with_redelivery(redelivery);
 
     ledger.serve().await
 }

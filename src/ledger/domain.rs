@@ -16,9 +16,9 @@
 
 use tracing::Level;
 
-use crate::core::backoff::RetryClass;
-use crate::core::error::StoreError;
-use crate::core::outcome::{Unsettled, Verdict};
+use lambda_idempotency::backoff::RetryClass;
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::outcome::{Unsettled, Verdict};
 use crate::ledger::event::{LedgerEvent, Movement};
 
 /// A ledger entry as stored (the fields classification needs).
@@ -426,8 +426,8 @@ fn other_code<T>(r: &Reason<T>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::outcome::{Skip, labels};
-    use crate::core::wire::ParseError;
+    use lambda_idempotency::outcome::{Skip, labels};
+    use lambda_idempotency::wire::ParseError;
     use crate::ledger::event::parse_body;
     use serde_json::json;
 

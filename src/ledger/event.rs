@@ -6,7 +6,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::core::wire::{
+use lambda_idempotency::wire::{
     Amount, Currency, Id, ParseError, Timestamp, as_object, invalid, parse_wrapped, req_amount_at,
     req_currency_at, req_id, req_str,
 };

@@ -28,11 +28,11 @@ pub mod store;
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Span, field};
 
-use crate::core::batch::{BatchContext, Handler};
-use crate::core::config::{ConfigError, Runtime, required};
-use crate::core::function::Function;
-use crate::core::outcome::Unsettled;
-use crate::core::wire::ParseError;
+use lambda_idempotency::batch::{BatchContext, Handler};
+use lambda_idempotency::config::{ConfigError, Runtime, required};
+use lambda_idempotency::function::Function;
+use lambda_idempotency::outcome::Unsettled;
+use lambda_idempotency::wire::ParseError;
 use domain::Decision;
 pub use domain::LedgerOutcome;
 pub use event::LedgerEvent;
@@ -139,11 +139,10 @@ impl LedgerConfig {
 /// errors are `PaymentLedger.<case>`.
 pub type LedgerFunction = Function<LedgerHandler>;
 
-impl Function<LedgerHandler> {
-    pub fn new(client: aws_sdk_dynamodb::Client, config: LedgerConfig) -> Self {
-        let store = LedgerStore::new(client, &config.ledger_table, &config.accounts_table);
-        Function::with_handler(LedgerHandler::new(store), config.runtime, "PaymentLedger")
-    }
+/// The `payment-ledger` function on `client`, configured by `config`.
+pub fn function(client: aws_sdk_dynamodb::Client, config: LedgerConfig) -> LedgerFunction {
+    let store = LedgerStore::new(client, &config.ledger_table, &config.accounts_table);
+    Function::with_handler(LedgerHandler::new(store), config.runtime, "PaymentLedger")
 }
 
 #[cfg(test)]
@@ -172,7 +171,7 @@ mod tests {
         assert_eq!(c.runtime.telemetry.metrics_namespace, "PaymentLedger");
         assert_eq!(
             c.runtime.max_concurrency,
-            crate::core::config::DEFAULT_MAX_CONCURRENCY
+            lambda_idempotency::config::DEFAULT_MAX_CONCURRENCY
         );
         assert!(
             env(&[

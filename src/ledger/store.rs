@@ -28,9 +28,9 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
-use crate::core::dynamo::{Item, n, number, s, store_error, string};
-use crate::core::error::StoreError;
-use crate::core::time::{epoch_ms, unique_id};
+use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::time::{epoch_ms, unique_id};
 use crate::ledger::domain::{
     AccountSnapshot, Cancellation, EntrySnapshot, Reason, SuspenseReason, SuspenseSnapshot,
 };

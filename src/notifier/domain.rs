@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tracing::Level;
 
-use crate::core::error::StoreError;
-use crate::core::outcome::{Failure, Unsettled, Verdict};
-use crate::core::wire::{MAX_ID_BYTES, ParseError};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::outcome::{Failure, Unsettled, Verdict};
+use lambda_idempotency::wire::{MAX_ID_BYTES, ParseError};
 use crate::orders::domain::Status;
 
 /// The notifications customers get.

@@ -10,7 +10,7 @@
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::Deserialize;
 
-use crate::core::wire::ParseError;
+use lambda_idempotency::wire::ParseError;
 use crate::notifier::domain::{Change, Unreadable};
 use crate::orders::domain::Status;
 

@@ -47,12 +47,12 @@ use tokio::time::Instant;
 use tracing::{Span, field};
 
 use self::url::{WebhookSource, WebhookUrl};
-use crate::core::batch::{BatchContext, Handler};
-use crate::core::config::{ConfigError, Runtime, parse_in, required};
-use crate::core::function::Function;
-use crate::core::outcome::{Skip, Unsettled};
-use crate::core::time::{epoch_ms, unique_id};
-use crate::core::wire::ParseError;
+use lambda_idempotency::batch::{BatchContext, Handler};
+use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
+use lambda_idempotency::function::Function;
+use lambda_idempotency::outcome::{Skip, Unsettled};
+use lambda_idempotency::time::{epoch_ms, unique_id};
+use lambda_idempotency::wire::ParseError;
 use crate::orders::domain::Status;
 use domain::{
     ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, TooLate, Unreadable,
@@ -80,7 +80,7 @@ impl NotifierHandler {
         let lease = LeasePolicy {
             // The longest the claim's UpdateItem may take: the SDK's
             // operation timeout, the clients' one policy.
-            claim: crate::core::dynamo::timeout_config()
+            claim: lambda_idempotency::dynamo::timeout_config()
                 .operation_timeout()
                 .unwrap_or(Duration::from_secs(5)),
             post: webhook.timeout(),
@@ -301,22 +301,20 @@ impl NotifierConfig {
 /// from the lowest one); invocation errors are `OrderNotifier.<case>`.
 pub type NotifierFunction = Function<NotifierHandler>;
 
-impl Function<NotifierHandler> {
-    /// `webhook_url`: the configured literal, or what the bootstrap read
-    /// from SSM ([`url::webhook_url`]).
-    pub fn new(
-        client: aws_sdk_dynamodb::Client,
-        config: NotifierConfig,
-        webhook_url: &WebhookUrl,
-    ) -> Result<Self, reqwest::Error> {
-        let webhook = Webhook::new(webhook_url, config.webhook_timeout)?;
-        let store = NotificationStore::new(client, &config.notifications_table);
-        Ok(Function::with_handler(
-            NotifierHandler::new(store, webhook),
-            config.runtime,
-            "OrderNotifier",
-        ))
-    }
+/// The `order-notifier` function. `webhook_url`: the configured literal,
+/// or what the bootstrap read from SSM ([`url::webhook_url`]).
+pub fn function(
+    client: aws_sdk_dynamodb::Client,
+    config: NotifierConfig,
+    webhook_url: &WebhookUrl,
+) -> Result<NotifierFunction, reqwest::Error> {
+    let webhook = Webhook::new(webhook_url, config.webhook_timeout)?;
+    let store = NotificationStore::new(client, &config.notifications_table);
+    Ok(Function::with_handler(
+        NotifierHandler::new(store, webhook),
+        config.runtime,
+        "OrderNotifier",
+    ))
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::core::dynamo::{Conditional, from_item, n as num, s, send_conditional};
-use crate::core::error::StoreError;
+use lambda_idempotency::dynamo::{Conditional, from_item, n as num, s, send_conditional};
+use lambda_idempotency::error::StoreError;
 use crate::notifier::domain::{Notification, Stored, Unreadable};
 
 /// The table's hash key: `{orderId}#{template}`.

@@ -16,7 +16,7 @@ use aws_sdk_ssm::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ssm::types::ParameterType;
 use thiserror::Error;
 
-use crate::core::config::ConfigError;
+use lambda_idempotency::config::ConfigError;
 
 /// `NOTIFY_WEBHOOK_URL`: a literal URL (local runs, tests).
 pub const URL_VAR: &str = "NOTIFY_WEBHOOK_URL";

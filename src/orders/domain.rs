@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::core::error::StoreError;
+use lambda_idempotency::error::StoreError;
 use crate::orders::event::{EventKind, OrderEvent};
 
 /// An order's status as stored in the table.
@@ -187,7 +187,7 @@ pub enum ConflictKind {
     ChangedPayload,
 }
 
-use crate::core::outcome::Unsettled;
+use lambda_idempotency::outcome::Unsettled;
 
 /// What happened to one record. Every record gets exactly one.
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
@@ -376,8 +376,8 @@ fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::outcome::Skip;
-    use crate::core::wire::ParseError;
+    use lambda_idempotency::outcome::Skip;
+    use lambda_idempotency::wire::ParseError;
     use crate::orders::event::parse_body;
 
     fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {

@@ -10,10 +10,10 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-pub use crate::core::wire::{
+pub use lambda_idempotency::wire::{
     Amount, Currency, Id, MAX_BODY_BYTES, MAX_ID_BYTES, MAX_TEXT_BYTES, ParseError, Timestamp,
 };
-use crate::core::wire::{
+use lambda_idempotency::wire::{
     as_object, invalid, parse_wrapped, req_amount_at, req_currency_at, req_id, req_str, req_text,
     req_u64,
 };

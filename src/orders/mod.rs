@@ -19,12 +19,12 @@ pub mod store;
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Level, Span, field};
 
-use crate::core::backoff::RetryClass;
-use crate::core::batch::{BatchContext, Handler};
-use crate::core::config::{ConfigError, Runtime, parse_in, required};
-use crate::core::error::StoreError;
-use crate::core::function::Function;
-use crate::core::outcome::{Unsettled, Verdict};
+use lambda_idempotency::backoff::RetryClass;
+use lambda_idempotency::batch::{BatchContext, Handler};
+use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::function::Function;
+use lambda_idempotency::outcome::{Unsettled, Verdict};
 use cache::{Committed, DedupeCache};
 use domain::{OrderSnapshot, Outcome, classify_refusal};
 use event::{OrderEvent, ParseError, parse_body};
@@ -249,25 +249,20 @@ impl OrderConfig {
 /// every invocation. Invocation errors are `OrderConsumer.<case>`.
 pub type OrderFunction = Function<OrderHandler>;
 
-impl Function<OrderHandler> {
-    pub fn new(store: OrderStore, config: OrderConfig) -> Self {
-        let cache = DedupeCache::new(config.dedupe_cache_size, config.dedupe_cache_max_bytes);
-        Function::with_handler(
-            OrderHandler::new(store, cache),
-            config.runtime,
-            "OrderConsumer",
-        )
-    }
-
-    pub fn cache(&self) -> &DedupeCache {
-        self.handler().cache()
-    }
+/// The `order-consumer` function over `store`, configured by `config`.
+pub fn function(store: OrderStore, config: OrderConfig) -> OrderFunction {
+    let cache = DedupeCache::new(config.dedupe_cache_size, config.dedupe_cache_max_bytes);
+    Function::with_handler(
+        OrderHandler::new(store, cache),
+        config.runtime,
+        "OrderConsumer",
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::config::{DEFAULT_DEADLINE_MARGIN_MS, DEFAULT_MAX_CONCURRENCY};
+    use lambda_idempotency::config::{DEFAULT_DEADLINE_MARGIN_MS, DEFAULT_MAX_CONCURRENCY};
     use std::collections::HashMap;
     use std::time::Duration;
 
@@ -370,11 +365,11 @@ mod tests {
 #[cfg(test)]
 mod batch_tests {
     use super::*;
-    use crate::core::batch::{
+    use lambda_idempotency::batch::{
         BatchError, BatchReport, RecordReport, Starved, deadline_from_epoch_ms,
     };
-    use crate::core::outcome::Skip;
-    use crate::core::records::BatchEvent;
+    use lambda_idempotency::outcome::Skip;
+    use lambda_idempotency::records::BatchEvent;
     use crate::orders::domain::{ConflictKind, Status};
     use crate::orders::event::EventKind;
     use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
@@ -551,7 +546,7 @@ mod batch_tests {
 #[cfg(test)]
 mod retry_tests {
     use super::*;
-    use crate::core::outcome::Skip;
+    use lambda_idempotency::outcome::Skip;
     use crate::orders::domain::ConflictKind;
     use crate::orders::event::EventKind;
 

@@ -16,9 +16,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, Update};
 
-use crate::core::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
-use crate::core::error::StoreError;
-use crate::core::time::rfc3339;
+use lambda_idempotency::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::time::rfc3339;
 use crate::orders::domain::{
     MAX_PROCESSED_HASHES, MAX_REJECTED_EVENTS, OrderSnapshot, OrderView, Requires,
     processed_entry_with, window_after,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::api::store::ApiStore;
 use crate::api::{ApiConfig, OrderApi};
-use crate::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 use crate::testing::{RequestCounter, TestDb, create_idempotency_table, scan_all};
 
 /// A [`TestDb`] (the orders table) with an idempotency table beside it.

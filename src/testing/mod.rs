@@ -20,44 +20,28 @@
 #![allow(clippy::print_stderr)]
 
 pub mod api;
-pub mod http1;
-pub mod provider;
-pub mod proxy;
-pub mod rng;
-pub mod runtime_api;
-pub mod sqs_endpoint;
-pub mod stream_records;
 pub mod tables;
 
-pub use tables::{
-    create_idempotency_table, create_orders_table, create_streamed_orders_table,
-    create_streamed_table, create_table,
-};
+// What is not about orders lives in the library's test-support crate; the
+// tests keep reaching it as `order_consumer::testing::*`.
+pub use lambda_idempotency_testing::dynamodb::{delete_external_tables, external_client};
+pub use lambda_idempotency_testing::*;
+pub use tables::{create_idempotency_table, create_orders_table, create_streamed_orders_table};
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::core::batch::BatchReport;
-use crate::core::outcome::Verdict;
+use lambda_idempotency::batch::BatchReport;
+use lambda_idempotency::outcome::Verdict;
 use crate::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
 use crate::ledger::{LedgerConfig, LedgerFunction};
 use crate::orders::OrderConfig;
 use crate::orders::OrderFunction;
 use crate::orders::domain::Outcome;
 use crate::orders::store::OrderStore;
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::{
-    BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
-};
-use aws_sdk_dynamodb::config::{
-    BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
-};
-use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 pub struct TestDb {
     pub client: Client,
@@ -66,48 +50,6 @@ pub struct TestDb {
     external: bool,
     /// Further tables of this test (deleted with it on an external endpoint).
     extra_tables: std::sync::Mutex<Vec<String>>,
-}
-
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-fn unique_table() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "orders-test-{}-{nanos}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A client with the production retry and timeout settings.
-pub fn client_for(endpoint: &str) -> Client {
-    client_with(
-        endpoint,
-        crate::core::dynamo::retry_config(),
-        crate::core::dynamo::timeout_config(),
-    )
-}
-
-/// A client for a local endpoint with static test credentials and the
-/// given policies (a test's own inspection client may want more patience
-/// than production's).
-pub fn client_with(
-    endpoint: &str,
-    retry: aws_sdk_dynamodb::config::retry::RetryConfig,
-    timeout: aws_sdk_dynamodb::config::timeout::TimeoutConfig,
-) -> Client {
-    let conf = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
-        .endpoint_url(endpoint)
-        .retry_config(retry)
-        .timeout_config(timeout)
-        .build();
-    Client::from_conf(conf)
 }
 
 /// A consumer whose DynamoDB endpoint is a local port nobody listens on
@@ -121,63 +63,6 @@ pub fn unreachable_consumer() -> OrderFunction {
     consumer_with(OrderStore::new(client, "orders"), &[])
 }
 
-/// Start an in-process dynoxide server on an ephemeral port; returns its URL.
-pub async fn start_dynoxide() -> String {
-    serve_dynoxide(dynoxide::Database::memory().expect("in-memory dynoxide")).await
-}
-
-/// Serve `db` over HTTP on an ephemeral port; returns its URL. For a test
-/// that keeps the database handle, e.g. to read its streams.
-pub async fn serve_dynoxide(db: dynoxide::Database) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind 127.0.0.1:0");
-    let addr = listener.local_addr().expect("local addr");
-    tokio::spawn(dynoxide::server::serve_on(listener, db));
-    format!("http://{addr}")
-}
-
-/// A client for `AWS_ENDPOINT_URL_DYNAMODB`, from the standard AWS
-/// environment (dummy region and credentials if none are set, for local
-/// servers).
-async fn external_client() -> Client {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .retry_config(crate::core::dynamo::retry_config())
-        .timeout_config(crate::core::dynamo::timeout_config());
-    if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err() {
-        loader = loader.region(Region::new("us-east-1"));
-    }
-    if std::env::var("AWS_ACCESS_KEY_ID").is_err() && std::env::var("AWS_PROFILE").is_err() {
-        loader =
-            loader.credentials_provider(Credentials::new("test", "test", None, None, "static"));
-    }
-    Client::new(&loader.load().await)
-}
-
-/// Delete test tables on the external endpoint, from `Drop`. The test's
-/// runtime is about to stop (and may be a single thread that is blocked
-/// here), so this runs on a thread of its own with its own runtime and its
-/// own client, and waits for it: the tables are gone when the test ends.
-fn delete_external_tables(tables: Vec<String>) {
-    let deleting = std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        rt.block_on(async {
-            let client = external_client().await;
-            for t in tables {
-                if let Err(e) = client.delete_table().table_name(&t).send().await {
-                    eprintln!("could not delete test table {t}: {e}");
-                }
-            }
-        });
-    });
-    let _ = deleting.join();
-}
-
 impl TestDb {
     pub async fn new() -> Self {
         let (client, endpoint, external) = match std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
@@ -187,7 +72,7 @@ impl TestDb {
                 (client_for(&url), url, false)
             }
         };
-        let table = unique_table();
+        let table = unique_name("orders-test");
         create_orders_table(&client, &table)
             .await
             .expect("create table");
@@ -345,59 +230,6 @@ impl Drop for TestDb {
     }
 }
 
-/// Counts HTTP requests at the point the SDK hands them to the connection
-/// (`read_before_transmit` runs once per attempt), and how many are in
-/// flight at once: until `read_after_transmit`, when the response arrived.
-#[derive(Debug, Clone, Default)]
-pub struct RequestCounter(std::sync::Arc<Counts>);
-
-#[derive(Debug, Default)]
-pub struct Counts {
-    sent: AtomicU64,
-    in_flight: AtomicU64,
-    peak: AtomicU64,
-}
-
-impl RequestCounter {
-    pub fn get(&self) -> u64 {
-        self.0.sent.load(Ordering::SeqCst)
-    }
-
-    /// The most requests that were ever in flight together.
-    #[allow(dead_code)]
-    pub fn peak(&self) -> u64 {
-        self.0.peak.load(Ordering::SeqCst)
-    }
-}
-
-impl Intercept for RequestCounter {
-    fn name(&self) -> &'static str {
-        "RequestCounter"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _ctx: &BeforeTransmitInterceptorContextRef<'_>,
-        _rc: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        self.0.sent.fetch_add(1, Ordering::SeqCst);
-        let now = self.0.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.0.peak.fetch_max(now, Ordering::SeqCst);
-        Ok(())
-    }
-
-    fn read_after_transmit(
-        &self,
-        _ctx: &BeforeDeserializationInterceptorContextRef<'_>,
-        _rc: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> OrderFunction {
     let mut vars: HashMap<String, String> = env
         .iter()
@@ -406,7 +238,7 @@ pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> OrderFunction {
     vars.entry("TABLE_NAME".into())
         .or_insert_with(|| store.table().to_owned());
     let config = OrderConfig::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
-    OrderFunction::new(store, config)
+    crate::orders::function(store, config)
 }
 
 pub fn s(item: &HashMap<String, AttributeValue>, key: &str) -> String {
@@ -442,81 +274,8 @@ pub fn lifecycle(order: &str) -> Vec<(u64, &'static str, String)> {
         .collect()
 }
 
-/// One SQS record exactly as Lambda delivers it (built through serde, since
-/// the library's types are `#[non_exhaustive]`).
-pub fn record(message_id: &str, body: &str) -> SqsMessage {
-    record_from(
-        message_id,
-        body,
-        "arn:aws:sqs:us-east-1:111122223333:order-events",
-        None,
-    )
-}
-
-pub fn fifo_record(message_id: &str, body: &str, group: &str) -> SqsMessage {
-    record_from(
-        message_id,
-        body,
-        "arn:aws:sqs:us-east-1:111122223333:order-events.fifo",
-        Some(group),
-    )
-}
-
-fn record_from(message_id: &str, body: &str, arn: &str, group: Option<&str>) -> SqsMessage {
-    let mut attributes = json!({
-        "ApproximateReceiveCount": "1",
-        "SentTimestamp": "1796551200000",
-        "SenderId": "AROAEXAMPLE:producer",
-        "ApproximateFirstReceiveTimestamp": "1796551200015"
-    });
-    if let Some(g) = group {
-        attributes["MessageGroupId"] = json!(g);
-        attributes["SequenceNumber"] = json!("18849496460467696128");
-        attributes["MessageDeduplicationId"] = json!(message_id);
-    }
-    serde_json::from_value(json!({
-        "messageId": message_id,
-        "receiptHandle": format!("AQEB{message_id}"),
-        "body": body,
-        "attributes": attributes,
-        "messageAttributes": {},
-        "md5OfBody": "",
-        "eventSource": "aws:sqs",
-        "eventSourceARN": arn,
-        "awsRegion": "us-east-1"
-    }))
-    .expect("valid SQS record")
-}
-
-pub fn batch(records: Vec<SqsMessage>) -> SqsEvent {
-    serde_json::from_value(json!({ "Records": records })).expect("valid SQS event")
-}
-
-/// A batch of plain-body records with message ids m-0, m-1, ...
-pub fn batch_of(bodies: &[Value]) -> SqsEvent {
-    batch(
-        bodies
-            .iter()
-            .enumerate()
-            .map(|(i, b)| record(&format!("m-{i}"), &b.to_string()))
-            .collect(),
-    )
-}
-
-pub fn far_deadline() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
-
 pub fn labels(report: &BatchReport<Outcome>) -> Vec<&'static str> {
     report.outcomes().map(Outcome::label).collect()
-}
-
-pub fn failed_ids(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {
-    response
-        .batch_item_failures
-        .iter()
-        .map(|f| f.item_identifier.clone())
-        .collect()
 }
 
 /// Run one batch through the consumer; returns outcome labels and failed ids.
@@ -564,7 +323,7 @@ impl LedgerDb {
     }
 
     pub fn consumer(&self) -> LedgerFunction {
-        LedgerFunction::new(self.db.client.clone(), self.config())
+        crate::ledger::function(self.db.client.clone(), self.config())
     }
 
     async fn get(
@@ -613,20 +372,6 @@ impl Drop for LedgerDb {
             delete_external_tables(vec![self.ledger_table.clone(), self.accounts_table.clone()]);
         }
     }
-}
-
-pub async fn scan_all(client: &Client, table: &str) -> Vec<HashMap<String, AttributeValue>> {
-    // The SDK's paginator follows LastEvaluatedKey.
-    client
-        .scan()
-        .table_name(table)
-        .consistent_read(true)
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .expect("Scan")
 }
 
 /// A ledger event body.
@@ -690,3 +435,4 @@ pub async fn run_ledger(
         failed_ids(&response),
     )
 }
+

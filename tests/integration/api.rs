@@ -10,7 +10,7 @@ use lambda_http::{Body, Request, Response};
 use order_consumer::api::domain::{fingerprint, owner_of, record_key};
 use order_consumer::api::event::Scope;
 use order_consumer::api::store::{ApiStore, Claim};
-use order_consumer::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 use order_consumer::testing::api::*;
 use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::{TestDb, batch_of, client_for, run};
@@ -72,7 +72,7 @@ async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
     assert!((before + 86_400..=before + 86_402).contains(&exp), "{exp}");
     assert_eq!(
         expires,
-        order_consumer::core::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(exp))
+        lambda_idempotency::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(exp))
     );
     // The key is not stored in the clear.
     assert!(!format!("{stored:?}").contains("key-1"));

@@ -3,7 +3,7 @@
 //! duplicate the warm container has seen costs none, and the cache never
 //! settles anything DynamoDB has not confirmed.
 
-use order_consumer::core::outcome::Unsettled;
+use lambda_idempotency::outcome::Unsettled;
 use order_consumer::orders::domain::Outcome;
 use serde_json::Value;
 
@@ -116,7 +116,7 @@ async fn what_dynamodb_refused_to_apply_is_never_cached_as_done() {
         assert_eq!(requests.get(), n);
     }
     assert!(
-        c.cache().is_empty(),
+        c.handler().cache().is_empty(),
         "an early event leaves no trace in the cache"
     );
 
@@ -128,7 +128,7 @@ async fn what_dynamodb_refused_to_apply_is_never_cached_as_done() {
         report.records[0].outcome,
         Outcome::Unsettled(Unsettled::Failed(_))
     ));
-    assert!(offline.cache().is_empty());
+    assert!(offline.handler().cache().is_empty());
 }
 
 #[tokio::test]

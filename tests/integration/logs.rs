@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use order_consumer::core::bootstrap::json_logs;
+use lambda_idempotency::bootstrap::json_logs;
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
@@ -305,7 +305,7 @@ async fn every_line_carries_the_powertools_keys_of_its_invocation() {
     let c = db.consumer();
     let logs = Captured::default();
     let _guard = logs.install();
-    let now_ms = order_consumer::core::time::epoch_ms();
+    let now_ms = lambda_idempotency::time::epoch_ms();
     let arn = "arn:aws:lambda:us-east-1:111122223333:function:order-consumer";
     for (i, trace) in [
         (1, Some("Root=1-5759e988-bd862e3fe1be46a994272793")),

@@ -13,6 +13,7 @@ mod notifier;
 mod otel;
 mod outcomes;
 mod redelivery;
+mod retry_timing;
 mod sample_events;
 mod ssm;
 mod streams;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::core::batch::BatchError;
-use order_consumer::core::outcome::{Unsettled, Verdict};
-use order_consumer::core::time::epoch_ms;
+use lambda_idempotency::batch::BatchError;
+use lambda_idempotency::outcome::{Unsettled, Verdict};
+use lambda_idempotency::time::epoch_ms;
 use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
 use order_consumer::notifier::url::{URL_VAR, WebhookUrl};
@@ -88,7 +88,7 @@ pub(crate) fn function(
         .literal()
         .cloned()
         .expect("a literal NOTIFY_WEBHOOK_URL");
-    NotifierFunction::new(client.clone(), config, &url).expect("notifier")
+    order_consumer::notifier::function(client.clone(), config, &url).expect("notifier")
 }
 
 /// An order image as the order consumer writes it (the fields that matter).
@@ -615,7 +615,7 @@ fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {
     s(item, key)
 }
 
-fn outcome_of(report: &order_consumer::core::batch::BatchReport<NotifyOutcome>) -> NotifyOutcome {
+fn outcome_of(report: &lambda_idempotency::batch::BatchReport<NotifyOutcome>) -> NotifyOutcome {
     report.records[0].outcome.clone()
 }
 
@@ -817,7 +817,7 @@ async fn a_post_the_invocation_cannot_cover_is_not_started() {
     assert_eq!(
         outcome_of(&report),
         NotifyOutcome::Unsettled(Unsettled::NotAttempted(
-            order_consumer::core::outcome::Skip::Deadline
+            lambda_idempotency::outcome::Skip::Deadline
         ))
     );
     let key = "order-ord-1-order-confirmation";
@@ -857,7 +857,7 @@ async fn the_lease_covers_the_whole_post_after_a_slow_claim() {
     // A client patient enough to wait for it in one attempt.
     let patient = order_consumer::testing::client_with(
         &proxy.url(),
-        order_consumer::core::dynamo::retry_config(),
+        lambda_idempotency::dynamo::retry_config(),
         aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
             .operation_attempt_timeout(Duration::from_secs(10))
             .operation_timeout(Duration::from_secs(10))
@@ -909,7 +909,7 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
     assert_eq!(
         outcome_of(&report),
         NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
-            order_consumer::core::error::StoreError::Network
+            lambda_idempotency::error::StoreError::Network
         )))
     );
     let key = "order-ord-1-order-confirmation";

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use order_consumer::core::bootstrap;
+use lambda_idempotency::bootstrap;
 use order_consumer::testing::http1::{self, Reader};
 use order_consumer::testing::*;
 use serde_json::{Value, json};
@@ -103,7 +103,7 @@ fn install(
 /// OrderPlaced record for `order`.
 async fn invoke(db: &TestDb, order: &str) {
     let mut ctx = lambda_runtime::Context::default();
-    ctx.deadline = order_consumer::core::time::epoch_ms() + 30_000;
+    ctx.deadline = lambda_idempotency::time::epoch_ms() + 30_000;
     ctx.request_id = "req-otel-1".into();
     ctx.invoked_function_arn =
         "arn:aws:lambda:us-east-1:111122223333:function:order-consumer".into();

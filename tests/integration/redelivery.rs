@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use order_consumer::core::backoff::BackoffPolicy;
-use order_consumer::core::redelivery::Redelivery;
+use lambda_idempotency::backoff::BackoffPolicy;
+use lambda_idempotency::redelivery::Redelivery;
 use order_consumer::orders::OrderFunction;
 use order_consumer::testing::sqs_endpoint::{Mode, SqsEndpoint};
 use order_consumer::testing::*;

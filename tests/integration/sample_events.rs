@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use order_consumer::core::records::{SqsInput, StrictInput};
+use lambda_idempotency::records::{SqsInput, StrictInput};
 use order_consumer::orders::domain::{Outcome, Status};
 use order_consumer::orders::event::parse_body;
 use serde::Deserialize;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use order_consumer::testing::{client_for, serve_dynoxide};
 
 pub struct StreamDb {
-    db: dynoxide::Database,
+    db: order_consumer::testing::dynoxide::Database,
     pub client: Client,
     pub table: String,
 }
@@ -20,7 +20,7 @@ impl StreamDb {
     /// Always the in-process dynoxide: reading a stream needs the Streams
     /// API, which this project does not link an SDK for.
     pub async fn new() -> StreamDb {
-        let db = dynoxide::Database::memory().expect("in-memory dynoxide");
+        let db = order_consumer::testing::dynoxide::Database::memory().expect("in-memory dynoxide");
         let url = serve_dynoxide(db.clone()).await;
         let client = client_for(&url);
         let table = "orders".to_owned();

@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, oneshot};
 
-use order_consumer::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 use order_consumer::testing::runtime_api::{self, Invocation, Reply, RuntimeApi};
 
 /// How one invocation ended, as the event source mapping sees it.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use order_consumer::core::wire::MAX_BODY_BYTES;
+use lambda_idempotency::wire::MAX_BODY_BYTES;
 use order_consumer::orders::event::parse_body;
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -722,7 +722,7 @@ const SQS_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 fn max_id(tag: &str) -> String {
     format!(
         "{tag:-<width$}",
-        width = order_consumer::core::wire::MAX_ID_BYTES
+        width = lambda_idempotency::wire::MAX_ID_BYTES
     )
 }
 
@@ -742,7 +742,7 @@ fn padded_to(mut v: Value, size: usize) -> String {
 /// item keeps at its own limit (ids 256 bytes, the carrier 1 KiB): the
 /// largest events a producer can send.
 fn max_size_lifecycles(orders: usize) -> Vec<(String, String)> {
-    use order_consumer::core::wire::MAX_TEXT_BYTES;
+    use lambda_idempotency::wire::MAX_TEXT_BYTES;
     let mut out = Vec::new();
     for o in 0..orders {
         let order = max_id(&format!("max-{o}"));

@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::Barrier;
 
 use crate::function::{Function, InvokeResult};
-use order_consumer::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 
 pub struct NaiveFunction {
     pub client: Client,

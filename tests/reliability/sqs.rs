@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 use crate::function::{Function, InvokeResult};
 use crate::util::md5_hex;
-use order_consumer::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 use order_consumer::testing::rng::Rng;
 use order_consumer::testing::sqs_endpoint::SqsEndpoint;
 

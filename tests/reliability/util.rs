@@ -1,5 +1,5 @@
 //! Small helpers of this suite only: MD5 for `md5OfBody`, env knobs, the
-//! proptest verdict. The clock (`order_consumer::core::time::epoch_ms`) and
+//! proptest verdict. The clock (`lambda_idempotency::time::epoch_ms`) and
 //! the seeded RNG (`order_consumer::testing::rng`) are the library's.
 
 /// An integer from the environment, or `default`.

@@ -22,7 +22,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::core::redelivery::Redeliverable;
+use crate::redelivery::Redeliverable;
 
 /// A Lambda event as read from the Runtime API, and the event it carries.
 pub trait StrictInput: DeserializeOwned + Send {
@@ -49,7 +49,7 @@ pub trait BatchRecord: Sync {
     where
         Self: Sized;
     /// Where the record came from and how to make it visible again sooner
-    /// or later ([`crate::core::redelivery`]); `None` for sources that
+    /// or later ([`crate::redelivery`]); `None` for sources that
     /// retry by themselves (streams).
     fn redelivery(&self) -> Option<Redeliverable<'_>> {
         None
@@ -275,7 +275,28 @@ mod tests {
 
     #[test]
     fn a_real_event_reads_as_sqs_event_does() {
-        let json = std::fs::read_to_string("events/01-happy-path.json").expect("sample event");
+        // The shape of AWS's documented sample event, two records.
+        let json = r#"{"Records": [
+          {"messageId": "059f36b4-87a3-44ab-83d2-661975830a7d",
+           "receiptHandle": "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
+           "body": "{\"orderId\":\"o-1\"}",
+           "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1545082649183",
+             "SenderId": "AIDAIENQZJOLO23YVJ4VO", "ApproximateFirstReceiveTimestamp": "1545082649185"},
+           "messageAttributes": {}, "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
+           "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-2:123456789012:my-queue",
+           "awsRegion": "us-east-2"},
+          {"messageId": "2e1424d4-f796-459a-8184-9c92662be6da",
+           "receiptHandle": "AQEBzWwaftRI0KuVm4tP+/7q1rGgNqicHq",
+           "body": "test",
+           "attributes": {"ApproximateReceiveCount": "2", "SentTimestamp": "1545082650636",
+             "SenderId": "AIDAIENQZJOLO23YVJ4VO", "ApproximateFirstReceiveTimestamp": "1545082650649"},
+           "messageAttributes": {"Kind": {"stringValue": "test", "stringListValues": [],
+             "binaryListValues": [], "dataType": "String"}},
+           "md5OfBody": "098f6bcd4621d373cade4e832627b4f6",
+           "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-2:123456789012:my-queue",
+           "awsRegion": "us-east-2"}
+        ]}"#;
+        let json = json.to_owned();
         let strict = read(&json).expect("strict read");
         let plain: SqsEvent = serde_json::from_str(&json).expect("plain read");
         assert_eq!(strict, plain);

@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
 
-use crate::core::error::StoreError;
+use crate::error::StoreError;
 
 /// A string attribute.
 pub fn s(v: &str) -> AttributeValue {

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use crate::core::config::Telemetry;
+use crate::config::Telemetry;
 
 /// Count of records per outcome label, every label present (zeros included,
 /// so a dashboard shows 0 rather than "no data").
@@ -42,7 +42,7 @@ impl OutcomeCounts {
 /// which the template's alarms use, and `service`, the dimension
 /// Powertools for AWS Lambda users already chart by.
 pub fn emf_document(telemetry: &Telemetry, counts: &OutcomeCounts, extra: &[(&str, u64)]) -> Value {
-    let timestamp = crate::core::time::epoch_ms();
+    let timestamp = crate::time::epoch_ms();
     let values: Vec<(&str, u64)> = counts
         .0
         .iter()

@@ -10,7 +10,7 @@
 //! the notifier) is behind [`Handler`]: what a record is (an SQS message, a
 //! DynamoDB stream record, see [`BatchRecord`]), how it is parsed, which
 //! records must be applied one after another, and how one record is applied.
-//! Their outcomes implement [`Verdict`] (see [`crate::core::outcome`]). Grouping, strict ordering (FIFO
+//! Their outcomes implement [`Verdict`] (see [`crate::outcome`]). Grouping, strict ordering (FIFO
 //! queues, streams), the deadline, logging and the failure list are here,
 //! once.
 
@@ -25,12 +25,12 @@ use thiserror::Error;
 use tokio::time::Instant;
 use tracing::{Instrument, Level, Span};
 
-use crate::core::error::StoreError;
-use crate::core::metrics::OutcomeCounts;
-use crate::core::outcome::{self, Skip, Verdict};
-use crate::core::records::BatchRecord;
-use crate::core::redelivery::VisibilityTally;
-use crate::core::wire::ParseError;
+use crate::error::StoreError;
+use crate::metrics::OutcomeCounts;
+use crate::outcome::{self, Skip, Verdict};
+use crate::records::BatchRecord;
+use crate::redelivery::VisibilityTally;
+use crate::wire::ParseError;
 
 /// How a batch is run (from the function's configuration).
 #[derive(Debug, Clone, Copy)]
@@ -124,7 +124,7 @@ pub struct BatchReport<O> {
     /// Records that went to DynamoDB after a cache could not settle them.
     pub cache_misses: u64,
     /// The returned messages whose visibility was set, or could not be
-    /// ([`crate::core::redelivery`]); zero where nothing set it.
+    /// ([`crate::redelivery`]); zero where nothing set it.
     pub visibility: VisibilityTally,
 }
 
@@ -260,14 +260,14 @@ pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
             deadline_ms,
             "invocation deadline is not an epoch timestamp (local emulator?); reading it as milliseconds from now"
         );
-        return crate::core::time::epoch_ms().saturating_add(deadline_ms);
+        return crate::time::epoch_ms().saturating_add(deadline_ms);
     }
     deadline_ms
 }
 
 /// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
 pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
-    let left = deadline_epoch_ms(deadline_ms).saturating_sub(crate::core::time::epoch_ms());
+    let left = deadline_epoch_ms(deadline_ms).saturating_sub(crate::time::epoch_ms());
     Instant::now() + Duration::from_millis(left)
 }
 

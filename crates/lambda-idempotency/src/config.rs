@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::core::backoff::BackoffPolicy;
-use crate::core::batch::Settings;
+use crate::backoff::BackoffPolicy;
+use crate::batch::Settings;
 
 /// Groups applied at once when `MAX_CONCURRENCY` is unset.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;

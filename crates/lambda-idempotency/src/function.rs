@@ -10,14 +10,14 @@ use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::core::batch::{
+use crate::batch::{
     self, BatchError, BatchReport, Handler, Settings, deadline_epoch_ms, deadline_from_epoch_ms,
 };
-use crate::core::config::{Runtime, Telemetry};
-use crate::core::metrics;
-use crate::core::outcome::Verdict;
-use crate::core::records::{BatchEvent, BatchRecord, StrictInput};
-use crate::core::redelivery::{self, Redelivery};
+use crate::config::{Runtime, Telemetry};
+use crate::metrics;
+use crate::outcome::Verdict;
+use crate::records::{BatchEvent, BatchRecord, StrictInput};
+use crate::redelivery::{self, Redelivery};
 
 /// A consumer's Lambda function: built once per cold start, shared by every
 /// invocation.
@@ -74,7 +74,7 @@ pub fn invocation_span(
         span.record("xray_trace_id", trace.as_str());
     }
     // Before anything enters it: a started span's parent is fixed.
-    crate::core::bootstrap::join_xray_trace(&span, cx.xray_trace_id.as_deref());
+    crate::bootstrap::join_xray_trace(&span, cx.xray_trace_id.as_deref());
     span
 }
 
@@ -93,7 +93,7 @@ impl<H: Handler> Function<H> {
 
     /// The same function, setting the visibility of the messages it returns
     /// through `redelivery` (built once per cold start,
-    /// [`crate::core::bootstrap::redelivery`]).
+    /// [`crate::bootstrap::redelivery`]).
     pub fn with_redelivery(mut self, redelivery: Option<Redelivery>) -> Self {
         self.redelivery = redelivery;
         self
@@ -151,7 +151,7 @@ impl<H: Handler> Function<H> {
             .run(event, deadline_ms, cold_start)
             .instrument(span)
             .await;
-        crate::core::bootstrap::flush_traces(deadline_ms).await;
+        crate::bootstrap::flush_traces(deadline_ms).await;
         answer
     }
 
@@ -198,7 +198,7 @@ impl<H: Handler> Function<H> {
                 redelivery.policy(),
                 event.records(),
                 &report,
-                crate::core::backoff::jitter,
+                crate::backoff::jitter,
             );
             let until = redelivery::cutoff(deadline, self.runtime.deadline_margin, Instant::now());
             report.visibility = redelivery.apply(plan, until).await;

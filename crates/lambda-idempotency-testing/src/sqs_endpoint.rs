@@ -91,7 +91,7 @@ impl SqsEndpoint {
                 "test",
             ))
             .endpoint_url(&self.url)
-            .timeout_config(crate::core::redelivery::timeout_config())
+            .timeout_config(lambda_idempotency::redelivery::timeout_config())
             .build();
         aws_sdk_sqs::Client::from_conf(config)
     }

@@ -18,9 +18,9 @@ use std::fmt;
 
 use tracing::Level;
 
-use crate::core::backoff::RetryClass;
-use crate::core::error::StoreError;
-use crate::core::wire::ParseError;
+use crate::backoff::RetryClass;
+use crate::error::StoreError;
+use crate::wire::ParseError;
 
 /// Why a record was not attempted at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +154,7 @@ pub trait Verdict:
         matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
     }
     /// How soon the message should come back if it is not acknowledged
-    /// (see [`crate::core::backoff`]). The shared outcomes are classified
+    /// (see [`crate::backoff`]). The shared outcomes are classified
     /// here; the consumer's own through [`Verdict::own_retry_class`].
     fn retry_class(&self) -> RetryClass {
         match self.unsettled() {

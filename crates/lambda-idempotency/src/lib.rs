@@ -1,5 +1,7 @@
-//! The shared core: everything a consumer needs that is not about its own
-//! events. It imports nothing from any consumer.
+//! Idempotent message consumers on AWS Lambda: at-least-once delivery in,
+//! effects that happen once out.
+//!
+//! # Layout
 //!
 //! - [`batch`]: runs one batch for any [`batch::Handler`]: parses every
 //!   record first, groups them, applies each group in order with bounded
@@ -31,8 +33,11 @@
 //! - `otel` (feature `otel` only): OpenTelemetry traces over OTLP.
 //! - [`time`]: epoch milliseconds, RFC 3339, attempt ids.
 
-// The core is what adopters build on: every public item says what it is for.
+// What adopters build on: every public item says what it is for.
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// Logs go through `tracing`; the one stdout writer is the EMF line (metrics).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod backoff;
 pub mod batch;

@@ -1,5 +1,5 @@
 //! Errors from the storage layer, free of SDK types so the domain and the
-//! batch logic can reason about them. [`crate::core::dynamo::store_error`]
+//! batch logic can reason about them. [`crate::dynamo::store_error`]
 //! maps every operation's SDK error to one of these by its structured error
 //! code and HTTP status, never by parsing a message.
 

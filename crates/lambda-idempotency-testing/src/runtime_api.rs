@@ -27,7 +27,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::http1::{self, Reader};
-use crate::core::time::epoch_ms;
+use lambda_idempotency::time::epoch_ms;
 
 /// The ARN every invocation names (`Lambda-Runtime-Invoked-Function-Arn`).
 pub const FUNCTION_ARN: &str =

@@ -1,5 +1,5 @@
 //! When an unacknowledged SQS message comes back: its visibility is set,
-//! before the batch answers, to the delay [`crate::core::backoff`] gives its
+//! before the batch answers, to the delay [`crate::backoff`] gives its
 //! outcome, with one `ChangeMessageVisibilityBatch` call per ten messages.
 //!
 //! This can only change *when* a message comes back, never *whether*: the
@@ -28,10 +28,10 @@ use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
 use futures_util::StreamExt;
 use tokio::time::Instant;
 
-use crate::core::backoff::{BackoffPolicy, RetryClass};
-use crate::core::batch::BatchReport;
-use crate::core::outcome::Verdict;
-use crate::core::records::BatchRecord;
+use crate::backoff::{BackoffPolicy, RetryClass};
+use crate::batch::BatchReport;
+use crate::outcome::Verdict;
+use crate::records::BatchRecord;
 
 /// What SQS needs to change one message's visibility, read from its record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub struct Plan {
 
 /// The new visibility of every message `report` does not acknowledge;
 /// `draw(n)` is the jitter (uniform in `0..=n`,
-/// [`crate::core::backoff::jitter`]). Nothing when the invocation was
+/// [`crate::backoff::jitter`]). Nothing when the invocation was
 /// starved: then there is no time to spend on it.
 pub fn plan<R: BatchRecord, O: Verdict>(
     policy: &BackoffPolicy,
@@ -320,9 +320,9 @@ pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::batch::RecordReport;
-    use crate::core::outcome::{Skip, Unsettled};
-    use crate::core::wire::ParseError;
+    use crate::batch::RecordReport;
+    use crate::outcome::{Skip, Unsettled};
+    use crate::wire::ParseError;
     use aws_lambda_events::event::sqs::SqsMessage;
 
     #[test]
@@ -372,7 +372,7 @@ mod tests {
         }
     }
     impl Verdict for Toy {
-        type Failure = crate::core::error::StoreError;
+        type Failure = crate::error::StoreError;
         fn unsettled(&self) -> Option<&Unsettled> {
             match self {
                 Toy::Unsettled(u) => Some(u),
@@ -441,7 +441,7 @@ mod tests {
             Toy::Done,
             Toy::Early,
             Toy::Conflict,
-            Toy::Unsettled(Unsettled::Failed(crate::core::error::StoreError::Timeout)),
+            Toy::Unsettled(Unsettled::Failed(crate::error::StoreError::Timeout)),
             Toy::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
             Toy::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked)),
             Toy::Early,
@@ -501,7 +501,7 @@ mod tests {
         assert_eq!(got, [("m0", 1), ("m1", 1)]);
 
         let mut starved = report(vec![Toy::Early; 5]);
-        starved.starved = Some(crate::core::batch::Starved {
+        starved.starved = Some(crate::batch::Starved {
             budget_ms: 1,
             margin_ms: 2,
         });

@@ -1,8 +1,8 @@
 //! What every function does once per cold start.
 
-use crate::core::config::{ConfigError, Runtime};
-use crate::core::dynamo;
-use crate::core::redelivery::{self, Redelivery};
+use crate::config::{ConfigError, Runtime};
+use crate::dynamo;
+use crate::redelivery::{self, Redelivery};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
@@ -144,7 +144,7 @@ mod otel {
 }
 
 #[cfg(feature = "otel")]
-use crate::core::otel;
+use crate::otel;
 
 /// The log filter from `RUST_LOG`, else `AWS_LAMBDA_LOG_LEVEL` (TRACE,
 /// DEBUG, INFO, WARN, ERROR, FATAL; FATAL is tracing's ERROR), else info. An

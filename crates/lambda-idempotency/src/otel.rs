@@ -2,7 +2,7 @@
 //! `tracing` spans of an invocation, exported over OTLP/HTTP (JSON) to a
 //! collector, usually the ADOT/OTel collector Lambda layer on
 //! `localhost:4318`, which forwards them to X-Ray. Reached only through
-//! [`crate::core::bootstrap`] ([`super::bootstrap::subscriber`],
+//! [`crate::bootstrap`] ([`super::bootstrap::subscriber`],
 //! [`super::bootstrap::join_xray_trace`],
 //! [`super::bootstrap::flush_traces`]), which has no-op stand-ins without
 //! the feature, so no call site needs a `#[cfg]`.
@@ -37,8 +37,8 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterExt as _, LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::core::batch::deadline_from_epoch_ms;
-use crate::core::bootstrap::TraceSetupError;
+use crate::batch::deadline_from_epoch_ms;
+use crate::bootstrap::TraceSetupError;
 
 /// The longest an invocation waits for its spans to be exported. A collector
 /// on localhost takes milliseconds; a dead one refuses the connection at

@@ -1,0 +1,42 @@
+//! Test support for functions built on `lambda-idempotency`, as library
+//! code: what the tests of a consumer, a reliability suite and a benchmark
+//! need that is not about any one consumer's events.
+//!
+//! # Layout
+//!
+//! - [`dynamodb`]: a real DynamoDB-compatible server per test (in-process
+//!   dynoxide), or any endpoint named by `AWS_ENDPOINT_URL_DYNAMODB`;
+//!   clients, unique table names, a request counter.
+//! - [`tables`]: tables created as a template would create them.
+//! - [`sqs`]: SQS records and batches exactly as Lambda delivers them.
+//! - [`stream_records`]: DynamoDB stream records.
+//! - [`runtime_api`]: a Lambda Runtime API emulator, to run a real binary.
+//! - [`sqs_endpoint`]: an SQS endpoint that records visibility changes.
+//! - [`proxy`]: a fault-injecting proxy that is also a faulty DynamoDB.
+//! - [`provider`]: a local webhook receiver.
+//! - [`http1`]: the one HTTP/1.1 reader these local servers share.
+//! - [`rng`]: a seeded RNG, so a failing seed replays.
+
+// Test support reports on stderr what it could not clean up.
+#![allow(clippy::print_stderr)]
+
+pub mod dynamodb;
+pub mod http1;
+pub mod provider;
+pub mod proxy;
+pub mod rng;
+pub mod runtime_api;
+pub mod sqs;
+pub mod sqs_endpoint;
+pub mod stream_records;
+pub mod tables;
+
+pub use dynamodb::{
+    RequestCounter, client_for, client_with, scan_all, serve_dynoxide, start_dynoxide, unique_name,
+};
+pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
+pub use tables::{create_streamed_table, create_table};
+
+/// The dynoxide crate this support runs, for a test that serves its own
+/// database (its streams, a file-backed one).
+pub use dynoxide;
