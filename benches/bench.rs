@@ -620,8 +620,8 @@ fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) ->
 async fn notifier_figures(r: &mut Report) {
     use aws_lambda_events::event::dynamodb::Event as StreamEvent;
     use lambda_idempotency::outcome::Verdict;
-    use order_consumer::notifier::store::KEY;
     use order_consumer::notifier::NotifierConfig;
+    use order_consumer::notifier::store::KEY;
     use order_consumer::testing::provider::Provider;
     const N: usize = 1_000;
     r.line(format!(

@@ -24,9 +24,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::batch::{BatchError, BatchReport};
 use lambda_idempotency::outcome::Verdict;
 use lambda_idempotency::records::{SqsInput, StrictInput};
+use order_consumer::ledger::LedgerConfig;
 use order_consumer::ledger::event as ledger_event;
 use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-use order_consumer::ledger::LedgerConfig;
 use order_consumer::notifier::NotifierConfig;
 use order_consumer::orders::OrderConfig;
 use order_consumer::orders::event as order_event;
@@ -61,7 +61,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let endpoint = format!("http://{}", listener.local_addr()?);
     let db = order_consumer::testing::dynoxide::Database::memory()?;
-    let server = tokio::spawn(order_consumer::testing::dynoxide::server::serve_on(listener, db.clone()));
+    let server = tokio::spawn(order_consumer::testing::dynoxide::server::serve_on(
+        listener,
+        db.clone(),
+    ));
     println!("dynoxide (DynamoDB-compatible) listening on {endpoint}");
 
     let client = aws_sdk_dynamodb::Client::from_conf(

@@ -30,7 +30,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "serve" => {
             let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
             let db = order_consumer::testing::dynoxide::Database::memory()?;
-            let server = tokio::spawn(order_consumer::testing::dynoxide::server::serve_on(listener, db));
+            let server = tokio::spawn(order_consumer::testing::dynoxide::server::serve_on(
+                listener, db,
+            ));
             let idempotency =
                 std::env::var("IDEMPOTENCY_TABLE").unwrap_or_else(|_| "idempotency".into());
             order_consumer::testing::create_orders_table(&client(&endpoint), &table).await?;

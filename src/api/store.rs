@@ -18,10 +18,10 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use crate::api::domain::{Record, StoredResponse};
-use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
-use lambda_idempotency::error::StoreError;
 use crate::orders::event::OrderEvent;
 use crate::orders::store::OrderStore;
+use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
+use lambda_idempotency::error::StoreError;
 
 /// The idempotency table's hash key.
 pub const KEY: &str = "idempotency_key";

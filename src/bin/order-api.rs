@@ -2,9 +2,9 @@
 //! DynamoDB client are set up once per cold start; each request only runs
 //! the handler.
 
+use lambda_idempotency::bootstrap;
 use order_consumer::api::store::ApiStore;
 use order_consumer::api::{ApiConfig, OrderApi};
-use lambda_idempotency::bootstrap;
 use order_consumer::orders::store::OrderStore;
 
 #[tokio::main]

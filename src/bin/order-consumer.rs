@@ -13,8 +13,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
     let redelivery = bootstrap::redelivery(&config.runtime).await;
-    let consumer = order_consumer::orders::function(OrderStore::new(client, config.table_name.clone()), config)
-        .with_redelivery(redelivery);
+    let consumer = order_consumer::orders::function(
+        OrderStore::new(client, config.table_name.clone()),
+        config,
+    )
+    .with_redelivery(redelivery);
 
     consumer.serve().await
 }

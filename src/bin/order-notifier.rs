@@ -4,8 +4,8 @@
 //! cold start, plus one read of the webhook URL from SSM.
 
 use lambda_idempotency::bootstrap;
-use order_consumer::notifier::url::{self, WebhookSource};
 use order_consumer::notifier::NotifierConfig;
+use order_consumer::notifier::url::{self, WebhookSource};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {

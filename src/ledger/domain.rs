@@ -16,10 +16,10 @@
 
 use tracing::Level;
 
+use crate::ledger::event::{LedgerEvent, Movement};
 use lambda_idempotency::backoff::RetryClass;
 use lambda_idempotency::error::StoreError;
 use lambda_idempotency::outcome::{Unsettled, Verdict};
-use crate::ledger::event::{LedgerEvent, Movement};
 
 /// A ledger entry as stored (the fields classification needs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -426,9 +426,9 @@ fn other_code<T>(r: &Reason<T>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::event::parse_body;
     use lambda_idempotency::outcome::{Skip, labels};
     use lambda_idempotency::wire::ParseError;
-    use crate::ledger::event::parse_body;
     use serde_json::json;
 
     fn capture(amount: u64) -> LedgerEvent {

@@ -28,15 +28,15 @@ pub mod store;
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Span, field};
 
+use domain::Decision;
+pub use domain::LedgerOutcome;
+pub use event::LedgerEvent;
+use event::{Movement, parse_body};
 use lambda_idempotency::batch::{BatchContext, Handler};
 use lambda_idempotency::config::{ConfigError, Runtime, required};
 use lambda_idempotency::function::Function;
 use lambda_idempotency::outcome::Unsettled;
 use lambda_idempotency::wire::ParseError;
-use domain::Decision;
-pub use domain::LedgerOutcome;
-pub use event::LedgerEvent;
-use event::{Movement, parse_body};
 use store::{LedgerStore, Parked, Txn};
 
 /// The ledger's record handling.

@@ -28,13 +28,13 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
-use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::time::{epoch_ms, unique_id};
 use crate::ledger::domain::{
     AccountSnapshot, Cancellation, EntrySnapshot, Reason, SuspenseReason, SuspenseSnapshot,
 };
 use crate::ledger::event::{LedgerEvent, Movement};
+use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::time::{epoch_ms, unique_id};
 
 /// The ledger table's hash key.
 pub const ENTRY_KEY: &str = "entry_id";

@@ -10,9 +10,9 @@
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::Deserialize;
 
-use lambda_idempotency::wire::ParseError;
 use crate::notifier::domain::{Change, Unreadable};
 use crate::orders::domain::Status;
+use lambda_idempotency::wire::ParseError;
 
 /// The image fields the notifier reads.
 #[derive(Deserialize, Default)]

@@ -47,18 +47,18 @@ use tokio::time::Instant;
 use tracing::{Span, field};
 
 use self::url::{WebhookSource, WebhookUrl};
-use lambda_idempotency::batch::{BatchContext, Handler};
-use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
-use lambda_idempotency::function::Function;
-use lambda_idempotency::outcome::{Skip, Unsettled};
-use lambda_idempotency::time::{epoch_ms, unique_id};
-use lambda_idempotency::wire::ParseError;
 use crate::orders::domain::Status;
 use domain::{
     ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, TooLate, Unreadable,
     classify_claim_refusal, notification_for,
 };
 use event::Read;
+use lambda_idempotency::batch::{BatchContext, Handler};
+use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
+use lambda_idempotency::function::Function;
+use lambda_idempotency::outcome::{Skip, Unsettled};
+use lambda_idempotency::time::{epoch_ms, unique_id};
+use lambda_idempotency::wire::ParseError;
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
 

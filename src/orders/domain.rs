@@ -7,8 +7,8 @@
 
 use serde::Deserialize;
 
-use lambda_idempotency::error::StoreError;
 use crate::orders::event::{EventKind, OrderEvent};
+use lambda_idempotency::error::StoreError;
 
 /// An order's status as stored in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, strum::VariantArray)]
@@ -376,9 +376,9 @@ fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::orders::event::parse_body;
     use lambda_idempotency::outcome::Skip;
     use lambda_idempotency::wire::ParseError;
-    use crate::orders::event::parse_body;
 
     fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {
         let data = match kind {

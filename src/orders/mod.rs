@@ -19,15 +19,15 @@ pub mod store;
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Level, Span, field};
 
+use cache::{Committed, DedupeCache};
+use domain::{OrderSnapshot, Outcome, classify_refusal};
+use event::{OrderEvent, ParseError, parse_body};
 use lambda_idempotency::backoff::RetryClass;
 use lambda_idempotency::batch::{BatchContext, Handler};
 use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
 use lambda_idempotency::error::StoreError;
 use lambda_idempotency::function::Function;
 use lambda_idempotency::outcome::{Unsettled, Verdict};
-use cache::{Committed, DedupeCache};
-use domain::{OrderSnapshot, Outcome, classify_refusal};
-use event::{OrderEvent, ParseError, parse_body};
 use store::{OrderStore, Write};
 
 pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderConsumer";
@@ -365,14 +365,14 @@ mod tests {
 #[cfg(test)]
 mod batch_tests {
     use super::*;
+    use crate::orders::domain::{ConflictKind, Status};
+    use crate::orders::event::EventKind;
+    use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
     use lambda_idempotency::batch::{
         BatchError, BatchReport, RecordReport, Starved, deadline_from_epoch_ms,
     };
     use lambda_idempotency::outcome::Skip;
     use lambda_idempotency::records::BatchEvent;
-    use crate::orders::domain::{ConflictKind, Status};
-    use crate::orders::event::EventKind;
-    use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     use tokio::time::Instant;
 
@@ -546,9 +546,9 @@ mod batch_tests {
 #[cfg(test)]
 mod retry_tests {
     use super::*;
-    use lambda_idempotency::outcome::Skip;
     use crate::orders::domain::ConflictKind;
     use crate::orders::event::EventKind;
+    use lambda_idempotency::outcome::Skip;
 
     #[test]
     fn every_unacknowledged_outcome_has_its_retry_class() {

@@ -16,14 +16,14 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, Update};
 
-use lambda_idempotency::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::time::rfc3339;
 use crate::orders::domain::{
     MAX_PROCESSED_HASHES, MAX_REJECTED_EVENTS, OrderSnapshot, OrderView, Requires,
     processed_entry_with, window_after,
 };
 use crate::orders::event::{OrderEvent, Payload};
+use lambda_idempotency::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
+use lambda_idempotency::error::StoreError;
+use lambda_idempotency::time::rfc3339;
 
 /// The table's hash key.
 pub const KEY: &str = "order_id";

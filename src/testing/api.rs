@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::api::store::ApiStore;
 use crate::api::{ApiConfig, OrderApi};
-use lambda_idempotency::time::epoch_ms;
 use crate::testing::{RequestCounter, TestDb, create_idempotency_table, scan_all};
+use lambda_idempotency::time::epoch_ms;
 
 /// A [`TestDb`] (the orders table) with an idempotency table beside it.
 pub struct ApiDb {

@@ -30,8 +30,6 @@ pub use tables::{create_idempotency_table, create_orders_table, create_streamed_
 
 use std::collections::HashMap;
 
-use lambda_idempotency::batch::BatchReport;
-use lambda_idempotency::outcome::Verdict;
 use crate::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
 use crate::ledger::{LedgerConfig, LedgerFunction};
 use crate::orders::OrderConfig;
@@ -41,6 +39,8 @@ use crate::orders::store::OrderStore;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_idempotency::batch::BatchReport;
+use lambda_idempotency::outcome::Verdict;
 use serde_json::{Value, json};
 
 pub struct TestDb {
@@ -435,4 +435,3 @@ pub async fn run_ledger(
         failed_ids(&response),
     )
 }
-

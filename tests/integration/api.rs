@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Request, Response};
+use lambda_idempotency::time::epoch_ms;
 use order_consumer::api::domain::{fingerprint, owner_of, record_key};
 use order_consumer::api::event::Scope;
 use order_consumer::api::store::{ApiStore, Claim};
-use lambda_idempotency::time::epoch_ms;
 use order_consumer::testing::api::*;
 use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::{TestDb, batch_of, client_for, run};

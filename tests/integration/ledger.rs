@@ -7,8 +7,8 @@ use lambda_idempotency::outcome::{Unsettled, Verdict};
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::ledger::domain::{LedgerConflict, SuspenseReason};
 use order_consumer::ledger::LedgerOutcome;
+use order_consumer::ledger::domain::{LedgerConflict, SuspenseReason};
 
 use serde_json::json;
 

@@ -71,4 +71,3 @@ fn the_tables_in_the_docs_are_the_codes() {
         "docs/retry-timing.md should hold:\n{after}"
     );
 }
-

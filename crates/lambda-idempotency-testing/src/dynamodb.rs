@@ -183,4 +183,3 @@ pub async fn scan_all(client: &Client, table: &str) -> Vec<HashMap<String, Attri
         .await
         .expect("Scan")
 }
-

@@ -119,4 +119,3 @@ async fn is_table_as_asked(client: &Client, table: &str, key: &str, stream: bool
     };
     keys_match && key_is_string && stream_matches
 }
-
