@@ -117,9 +117,31 @@ where
     )))
 }
 
-/// Our spans and events at INFO and above.
+/// The crates whose spans are not the function's own: the runtime's
+/// (lambda_runtime opens an INFO span per invocation, which would be a
+/// second root beside ours, outside Lambda's X-Ray trace), the SDK's (only
+/// its operation spans are wanted, [`sdk_operation`]) and the HTTP and TLS
+/// stacks'.
+const NOT_OURS: [&str; 12] = [
+    "lambda_runtime",
+    "lambda_http",
+    "aws_config",
+    "aws_smithy_runtime",
+    "aws_sdk_dynamodb",
+    "aws_sdk_sqs",
+    "aws_sdk_ssm",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "rustls",
+];
+
+/// The function's spans and events at INFO and above: this library's and
+/// the adopter's own, whatever its crate is called (the library cannot know
+/// it), which is every target outside [`NOT_OURS`].
 fn ours(meta: &Metadata<'_>) -> bool {
-    under(meta.target(), "order_consumer") && *meta.level() <= Level::INFO
+    *meta.level() <= Level::INFO && !NOT_OURS.iter().any(|t| under(meta.target(), t))
 }
 
 /// The SDK's spans (not its events) at DEBUG and above.
@@ -281,6 +303,13 @@ mod tests {
 
     #[test]
     fn only_our_spans_and_the_sdks_operation_spans_are_exported() {
+        let ours_at_info = |target: &str| !NOT_OURS.iter().any(|t| under(target, t));
+        assert!(ours_at_info("lambda_idempotency::function"));
+        assert!(ours_at_info("order_consumer::orders"));
+        assert!(ours_at_info("payment_ledger"));
+        assert!(!ours_at_info("lambda_runtime::layers::trace"));
+        assert!(!ours_at_info("aws_config::imds"));
+        assert!(!ours_at_info("hyper_util::client"));
         assert!(under("order_consumer", "order_consumer"));
         assert!(under("order_consumer::orders", "order_consumer"));
         assert!(!under("order_consumer_extra", "order_consumer"));
