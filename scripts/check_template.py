@@ -615,10 +615,15 @@ def _(m: Model) -> None:
 
 
 def max_body_bytes() -> int:
-    """MAX_BODY_BYTES of src/core/wire.rs: the largest body the consumers read."""
-    src = (ROOT / "src" / "core" / "wire.rs").read_text()
-    found = re.search(r"pub const MAX_BODY_BYTES: usize = ([0-9_ *]+);", src)
-    assert found, "MAX_BODY_BYTES not found in src/core/wire.rs"
+    """MAX_BODY_BYTES of the library's wire module: the largest body the consumers read."""
+    # Searched for rather than read from one path, so that moving the module
+    # does not break this check with a FileNotFoundError.
+    found = None
+    for path in sorted((ROOT / "crates").glob("*/src/**/*.rs")):
+        found = re.search(r"pub const MAX_BODY_BYTES: usize = ([0-9_ *]+);", path.read_text())
+        if found:
+            break
+    assert found, "MAX_BODY_BYTES not found under crates/*/src"
     value = 1
     for factor in found.group(1).replace("_", "").split("*"):
         value *= int(factor)
@@ -775,7 +780,7 @@ def _(m: Model) -> None:
     assert not missing, f"alarms with no runbook entry in docs/operations.md: {missing}"
 
 
-# What the functions emit (src/core/function.rs, the outcome enums' labels):
+# What the functions emit (crates/lambda-idempotency/src/function.rs, the outcome enums' labels):
 # the dashboard may chart only these in their namespaces.
 EMF_METRICS = {
     "Applied", "Duplicate", "Stale", "Rejected", "Early", "Conflict", "Invalid", "Failed", "NotAttempted",
@@ -916,7 +921,7 @@ def _(m: Model) -> None:
         return
     fn = m.function()
     env = m.props(fn).get("Environment", {}).get("Variables", {})
-    # src/core/metrics.rs: namespace METRICS_NAMESPACE, one dimension
+    # crates/lambda-idempotency/src/metrics.rs: namespace METRICS_NAMESPACE, one dimension
     # FunctionName = AWS_LAMBDA_FUNCTION_NAME, i.e. the function's Ref.
     namespace = env.get("METRICS_NAMESPACE")
     assert isinstance(namespace, str), f"METRICS_NAMESPACE is {namespace!r}, not a literal"
