@@ -1,12 +1,11 @@
 //! `make bench`: throughput, DynamoDB requests per message, CPU per message
-//! (the SDK's request path included), the payment ledger's and the order
-//! notifier's rates and requests per message, cold start, binary size and
-//! peak RSS, and the order API's requests per second, DynamoDB requests per
-//! call and latency, and one process at Lambda Managed Instances concurrency
-//! against as many processes, all in one run against a local
-//! DynamoDB-compatible server (dynoxide, in-process). Sections by name:
-//! `cargo bench --bench bench -- cpu ledger notifier` (throughput, requests,
-//! cache, cpu, ledger, notifier, api, managed, process).
+//! (the SDK's request path included), cold start, binary size and peak RSS,
+//! and one process at Lambda Managed Instances concurrency against as many
+//! processes, all in one run against a local DynamoDB-compatible server
+//! (dynoxide, in-process). Sections by name: `cargo bench --bench bench --
+//! cpu process` (throughput, requests, cache, cpu, managed, process, peer).
+//! Each function under functions/ has its own benchmark (its
+//! benches/<name>-bench.rs), which `make bench` runs after this one.
 //!
 //! Prints markdown tables (also written to target/bench-report.md). Figures
 //! that compare two variants are given as ratios measured in this same run.
@@ -29,14 +28,10 @@ use tokio::sync::oneshot;
 
 use order_consumer::testing::*;
 
-const RUNS: usize = 5;
+#[path = "support/common.rs"]
+mod common;
+use common::*;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// `n` records: whole lifecycles, one order after another, in seq order.
 fn lifecycle_bodies(n: usize, prefix: &str) -> Vec<Value> {
     let mut out = Vec::with_capacity(n);
     let mut i = 0;
@@ -76,16 +71,6 @@ fn largest_deliverable_batch() -> usize {
     lo
 }
 
-struct Report(String);
-
-impl Report {
-    fn line(&mut self, s: impl AsRef<str>) {
-        println!("{}", s.as_ref());
-        self.0.push_str(s.as_ref());
-        self.0.push('\n');
-    }
-}
-
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -115,15 +100,6 @@ fn main() {
     if run("cpu") {
         cpu_per_message(&mut r);
     }
-    if run("ledger") {
-        rt.block_on(ledger_figures(&mut r));
-    }
-    if run("notifier") {
-        rt.block_on(notifier_figures(&mut r));
-    }
-    if run("api") {
-        rt.block_on(api_figures(&mut r));
-    }
     if run("managed") {
         rt.block_on(managed_figures(&mut r));
     }
@@ -136,42 +112,11 @@ fn main() {
         failed = rt.block_on(peer_figures(&mut r)).err();
     }
 
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-report.md");
-    let _ = std::fs::write(&path, &r.0);
-    println!("\n(written to {})", path.display());
+    r.write("bench-report.md");
     if let Some(why) = failed {
         eprintln!("\nsection peer failed: {why}");
         std::process::exit(1);
     }
-}
-
-fn machine_description() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    let mem_gib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .next()
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map(|kb| kb / 1024 / 1024)
-        .unwrap_or(0);
-    format!(
-        "{cpu}, {cores} cores, {mem_gib} GiB, {} {}",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    )
 }
 
 async fn throughput(r: &mut Report) {
@@ -481,326 +426,6 @@ fn cpu_per_message(r: &mut Report) {
         "| whole handler, first-time batch of 1,000 (`handle_batch`: parse, schedule, apply, cache, report; no log output), per message | {batch_ns:.0} |"
     ));
     r.line("\nThe SDK rows run against an in-process HTTP client that answers every request at once with DynamoDB's answer to a successful UpdateItem (200, `{}`): no socket, no DynamoDB, nothing subtracted; a real request adds the network (TLS, hyper) and DynamoDB's own time on top.");
-}
-
-// ---- the payment ledger and the order notifier, in process ------------------
-
-/// `client` with every HTTP request it sends counted.
-fn counted(client: &aws_sdk_dynamodb::Client) -> (aws_sdk_dynamodb::Client, RequestCounter) {
-    let counter = RequestCounter::default();
-    let conf = client
-        .config()
-        .to_builder()
-        .interceptor(counter.clone())
-        .build();
-    (aws_sdk_dynamodb::Client::from_conf(conf), counter)
-}
-
-/// One row's figures: messages (records) per second, and per message the
-/// DynamoDB requests (and, for the notifier, webhook calls).
-#[derive(Default)]
-struct PerMessage {
-    rates: Vec<f64>,
-    requests: Vec<f64>,
-    calls: Vec<f64>,
-}
-
-impl PerMessage {
-    fn add(&mut self, n: usize, secs: f64, requests: u64, calls: u64) {
-        self.rates.push(n as f64 / secs);
-        self.requests.push(requests as f64 / n as f64);
-        self.calls.push(calls as f64 / n as f64);
-    }
-}
-
-async fn ledger_figures(r: &mut Report) {
-    use lambda_idempotency::outcome::Verdict;
-    const N: usize = 1_000;
-    const ACCOUNTS: usize = 100;
-    r.line(format!(
-        "\n### The payment ledger: {N} messages in one batch over {ACCOUNTS} accounts (median of {RUNS} runs)\n"
-    ));
-    r.line("| message | messages / s | DynamoDB requests / message |");
-    r.line("|---|---:|---:|");
-    let captures: Vec<Value> = (0..N)
-        .map(|i| {
-            captured(
-                &format!("cap-{i}"),
-                &format!("p{i}"),
-                &format!("a{}", i % ACCOUNTS),
-                1_000,
-            )
-        })
-        .collect();
-    let refunds: Vec<Value> = (0..N)
-        .map(|i| {
-            refunded(
-                &format!("ref-{i}"),
-                &format!("p{i}"),
-                &format!("r{i}"),
-                &format!("a{}", i % ACCOUNTS),
-                300,
-            )
-        })
-        .collect();
-    let steps = [
-        ("capture, first time", &captures, "Applied"),
-        ("capture, redelivered (duplicate)", &captures, "Duplicate"),
-        ("refund, first time", &refunds, "Applied"),
-        ("refund, redelivered (duplicate)", &refunds, "Duplicate"),
-    ];
-    let mut rows: Vec<PerMessage> = steps.iter().map(|_| PerMessage::default()).collect();
-    for _ in 0..RUNS {
-        let db = LedgerDb::new().await;
-        let (client, counter) = counted(&db.db.client);
-        let ledger = order_consumer::ledger::function(client, db.config());
-        for ((_, bodies, want), row) in steps.iter().zip(&mut rows) {
-            let event = batch_of(bodies);
-            let before = counter.get();
-            let t = Instant::now();
-            let (report, _) = ledger.handle_batch(&event, far_deadline()).await;
-            let secs = t.elapsed().as_secs_f64();
-            assert!(
-                report.outcomes().all(|o| o.label() == *want),
-                "every ledger message must be {want}"
-            );
-            row.add(N, secs, counter.get() - before, 0);
-        }
-    }
-    for ((name, _, _), row) in steps.iter().zip(rows) {
-        r.line(format!(
-            "| {name} | {:.0} | {:.2} |",
-            median(row.rates),
-            median(row.requests)
-        ));
-    }
-    r.line("\nOne TransactWriteItems per first-time message (the entry, the account's balance; a refund also its capture's refundable amount, and a check that the capture is not parked); a redelivery is refused by the entry's condition inside that same request, and the cancellation reasons classify it. An account's messages apply one after another (they all write its item), so a batch runs at most as many at once as it has accounts.");
-}
-
-/// An order image as the order consumer writes it (what the notifier reads).
-fn order_image(order: &str, status: &str) -> Value {
-    serde_json::json!({"order_id": {"S": order}, "status": {"S": status},
-           "customer_id": {"S": "cust-1"}, "last_event_seq": {"N": "1"},
-           "carrier": {"S": "DHL"}, "tracking_id": {"S": "TRK-1"},
-           "history": {"L": [{"S": "evt-1"}]}})
-}
-
-/// One stream record, shaped as Lambda delivers it (as in the notifier's
-/// integration tests).
-fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value {
-    let name = match (old, new) {
-        (None, Some(_)) => "INSERT",
-        (Some(_), Some(_)) => "MODIFY",
-        _ => "REMOVE",
-    };
-    let mut change = serde_json::json!({
-        "ApproximateCreationDateTime": 1796551200.0,
-        "Keys": {"order_id": {"S": order}},
-        "SequenceNumber": format!("{:021}", 1000 + seq),
-        "SizeBytes": 120,
-        "StreamViewType": "NEW_AND_OLD_IMAGES"
-    });
-    if let Some(o) = old {
-        change["OldImage"] = order_image(order, o);
-    }
-    if let Some(n) = new {
-        change["NewImage"] = order_image(order, n);
-    }
-    serde_json::json!({
-        "eventID": format!("ev-{seq}"),
-        "eventName": name,
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": "us-east-1",
-        "dynamodb": change,
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-12-01T00:00:00.000"
-    })
-}
-
-async fn notifier_figures(r: &mut Report) {
-    use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-    use lambda_idempotency::outcome::Verdict;
-    use order_consumer::notifier::NotifierConfig;
-    use order_consumer::notifier::store::KEY;
-    use order_consumer::testing::provider::Provider;
-    const N: usize = 1_000;
-    r.line(format!(
-        "\n### The order notifier: {N} stream records in one batch, one order each, against a local webhook provider (median of {RUNS} runs)\n"
-    ));
-    r.line("| record | records / s | DynamoDB requests / record | webhook calls / record |");
-    r.line("|---|---:|---:|---:|");
-    let stream = |records: Vec<Value>| -> StreamEvent {
-        serde_json::from_value(serde_json::json!({ "Records": records })).expect("a stream event")
-    };
-    let placed = stream(
-        (0..N)
-            .map(|i| stream_record(i as u64, &format!("n{i}"), None, Some("PLACED")))
-            .collect(),
-    );
-    let paid = stream(
-        (0..N)
-            .map(|i| {
-                stream_record(
-                    (N + i) as u64,
-                    &format!("n{i}"),
-                    Some("PLACED"),
-                    Some("PAID"),
-                )
-            })
-            .collect(),
-    );
-    let shipped = stream(
-        (0..N)
-            .map(|i| {
-                stream_record(
-                    (2 * N + i) as u64,
-                    &format!("n{i}"),
-                    Some("PAID"),
-                    Some("SHIPPED"),
-                )
-            })
-            .collect(),
-    );
-    let steps = [
-        (
-            "INSERT → PLACED, first time (order confirmation)",
-            &placed,
-            "Sent",
-        ),
-        ("the same records redelivered", &placed, "AlreadySent"),
-        ("PLACED → PAID (notifies nobody)", &paid, "NothingToSend"),
-        (
-            "PAID → SHIPPED, first time (shipping notice)",
-            &shipped,
-            "Sent",
-        ),
-    ];
-    let mut rows: Vec<PerMessage> = steps.iter().map(|_| PerMessage::default()).collect();
-    for _ in 0..RUNS {
-        let db = TestDb::new().await;
-        let table = db.extra_table("notifications", KEY).await;
-        let provider = Provider::start().await;
-        let vars = std::collections::HashMap::from([
-            ("NOTIFICATIONS_TABLE".to_owned(), table.clone()),
-            ("NOTIFY_WEBHOOK_URL".to_owned(), provider.url.clone()),
-        ]);
-        let config = NotifierConfig::from_lookup(|k| vars.get(k).cloned()).expect("config");
-        let url = config.webhook.literal().cloned().expect("a literal URL");
-        let (client, counter) = counted(&db.client);
-        let notifier = order_consumer::notifier::function(client, config, &url).expect("notifier");
-        for ((_, event, want), row) in steps.iter().zip(&mut rows) {
-            let (before, calls_before) = (counter.get(), provider.method_count("POST"));
-            let t = Instant::now();
-            let (report, _) = notifier.handle_batch(*event, far_deadline()).await;
-            let secs = t.elapsed().as_secs_f64();
-            assert!(
-                report.outcomes().all(|o| o.label() == *want),
-                "every record must be {want}"
-            );
-            row.add(
-                N,
-                secs,
-                counter.get() - before,
-                u64::from(provider.method_count("POST") - calls_before),
-            );
-        }
-    }
-    for ((name, _, _), row) in steps.iter().zip(rows) {
-        r.line(format!(
-            "| {name} | {:.0} | {:.2} | {:.2} |",
-            median(row.rates),
-            median(row.requests),
-            median(row.calls)
-        ));
-    }
-    r.line("\nA notification costs a conditional claim (UpdateItem), the POST with its Idempotency-Key, and the conditional write that records it sent; a redelivered one is refused at the claim, which brings the record back (sent: nothing more). A change that notifies nobody is settled without I/O. The provider is in the same process (plain HTTP on loopback), so a real provider's latency is not in these figures; records of different orders run concurrently.");
-}
-
-// ---- the order API, in process ------------------------------------------------
-
-/// Requests of one kind sent to the order API `concurrency` at a time: the
-/// rate, each request's latency, and DynamoDB requests per call.
-struct ApiRun {
-    per_second: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    dynamodb_per_call: f64,
-}
-
-async fn api_run(
-    api: &order_consumer::api::OrderApi,
-    counter: &RequestCounter,
-    requests: Vec<lambda_http::Request>,
-    concurrency: usize,
-    want: u16,
-) -> ApiRun {
-    use futures_util::StreamExt;
-    let n = requests.len();
-    let before = counter.get();
-    let started = Instant::now();
-    let mut latencies: Vec<f64> = futures_util::stream::iter(requests)
-        .map(|req| async move {
-            let t = Instant::now();
-            let response = api.handle(req, api::deadline_in(30)).await;
-            assert_eq!(response.status().as_u16(), want, "{}", api::text(&response));
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    let secs = started.elapsed().as_secs_f64();
-    latencies.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| latencies[((n as f64 * p).ceil() as usize).clamp(1, n) - 1];
-    ApiRun {
-        per_second: n as f64 / secs,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-        dynamodb_per_call: (counter.get() - before) as f64 / n as f64,
-    }
-}
-
-async fn api_figures(r: &mut Report) {
-    const N: usize = 2_000;
-    const CONCURRENCY: usize = 16;
-    r.line(format!(
-        "\n### The order API: `POST /orders` in process ({N} requests, {CONCURRENCY} at a time)\n"
-    ));
-    r.line("| request | requests / s | p50 | p99 | DynamoDB requests / call |");
-    r.line("|---|---:|---:|---:|---:|");
-    let db = api::ApiDb::new().await;
-    let (order_api, counter) = db.counted_api(&[]);
-    // An IAM caller, as the template's routes (API_AUTH unset: iam) see one.
-    let caller = api::ALICE;
-    let body = |i: usize| api::order_body(&format!("cust-{i}"), 100 + i as u64);
-    // Each request's key is its index; the 422 row sends the next index's
-    // body under it.
-    let kinds = [
-        ("first time (201)", 201, 0),
-        ("replay (201, same key and body)", 201, 0),
-        ("same key, other body (422)", 422, 1),
-    ];
-    let mut rates = Vec::new();
-    for (name, want, other) in kinds {
-        let requests = (0..N)
-            .map(|i| api::post(Some(&format!("bench-{i}")), &body(i + other), &caller))
-            .collect();
-        let run = api_run(&order_api, &counter, requests, CONCURRENCY, want).await;
-        rates.push(run.per_second);
-        r.line(format!(
-            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.2} |",
-            run.per_second, run.p50_ms, run.p99_ms, run.dynamodb_per_call
-        ));
-    }
-    assert_eq!(
-        db.orders().await.len(),
-        N,
-        "one order per key, whatever was sent"
-    );
-    r.line(format!(
-        "\nSame run: a replay is {:.1}x and a 422 {:.1}x the rate of a first-time request (one refused PutItem brings the stored record back; a first time adds the TransactWriteItems).",
-        rates[1] / rates[0],
-        rates[2] / rates[0]
-    ));
 }
 
 // ---- Lambda Managed Instances: one process at concurrency 8 vs 8 processes --

@@ -2,9 +2,9 @@
 //!
 //! `local_dynamodb serve`: dynoxide (in memory) on 127.0.0.1:$DYNAMODB_PORT
 //! (default 8000), with the orders table ($TABLE_NAME, default `orders`)
-//! the order API's idempotency table ($IDEMPOTENCY_TABLE, default
-//! `idempotency`) and the payment ledger's tables ($LEDGER_TABLE,
-//! $ACCOUNTS_TABLE; `ledger`, `accounts`) created, until Ctrl-C or SIGTERM.
+//! and the other functions' tables ($LOCAL_TABLES: `name:hash-key` pairs
+//! separated by spaces, which each function's functions/*/local.mk adds to)
+//! created, until Ctrl-C or SIGTERM.
 //! `local_dynamodb scan`: print the orders table of a running server.
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
@@ -33,24 +33,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let server = tokio::spawn(order_consumer::testing::dynoxide::server::serve_on(
                 listener, db,
             ));
-            let idempotency =
-                std::env::var("IDEMPOTENCY_TABLE").unwrap_or_else(|_| "idempotency".into());
             order_consumer::testing::create_orders_table(&client(&endpoint), &table).await?;
-            order_consumer::testing::create_idempotency_table(&client(&endpoint), &idempotency)
-                .await?;
-            // The payment ledger's two tables, so that `make invoke
-            // FUNCTION=payment-ledger` reaches a working function too.
-            let var = |k: &str, default: &str| std::env::var(k).unwrap_or_else(|_| default.into());
-            let (ledger, accounts) = (
-                var("LEDGER_TABLE", "ledger"),
-                var("ACCOUNTS_TABLE", "accounts"),
-            );
-            use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-            order_consumer::testing::create_table(&client(&endpoint), &ledger, ENTRY_KEY).await?;
-            order_consumer::testing::create_table(&client(&endpoint), &accounts, ACCOUNT_KEY)
-                .await?;
+            // The other functions' tables, so that `make invoke FUNCTION=...`
+            // reaches a working function too. Expiry (the order API's TTL)
+            // is checked in code, so a plain table serves locally.
+            let extra = std::env::var("LOCAL_TABLES").unwrap_or_default();
+            let mut names = vec![format!("`{table}`")];
+            for spec in extra.split_whitespace() {
+                let Some((name, key)) = spec.split_once(':') else {
+                    return Err(format!("LOCAL_TABLES: `{spec}` is not name:hash-key").into());
+                };
+                order_consumer::testing::create_table(&client(&endpoint), name, key).await?;
+                names.push(format!("`{name}`"));
+            }
             eprintln!(
-                "local DynamoDB on {endpoint} with tables `{table}`, `{idempotency}`, `{ledger}` and `{accounts}`; Ctrl-C stops it"
+                "local DynamoDB on {endpoint} with tables {}; Ctrl-C stops it",
+                names.join(", ")
             );
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

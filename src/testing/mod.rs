@@ -19,19 +19,17 @@
 // Test support reports on stderr what it could not clean up.
 #![allow(clippy::print_stderr)]
 
-pub mod api;
+pub mod demo;
 pub mod tables;
 
 // What is not about orders lives in the library's test-support crate; the
 // tests keep reaching it as `order_consumer::testing::*`.
 pub use lambda_idempotency_testing::dynamodb::{delete_external_tables, external_client};
 pub use lambda_idempotency_testing::*;
-pub use tables::{create_idempotency_table, create_orders_table, create_streamed_orders_table};
+pub use tables::{create_orders_table, create_streamed_orders_table};
 
 use std::collections::HashMap;
 
-use crate::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
-use crate::ledger::{LedgerConfig, LedgerFunction};
 use crate::orders::OrderConfig;
 use crate::orders::OrderFunction;
 use crate::orders::domain::Outcome;
@@ -40,7 +38,6 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::batch::BatchReport;
-use lambda_idempotency::outcome::Verdict;
 use serde_json::{Value, json};
 
 pub struct TestDb {
@@ -97,6 +94,15 @@ impl TestDb {
             tables.push(name.clone());
         }
         name
+    }
+
+    /// Delete `table` with this test's own tables (on an external endpoint):
+    /// for the tables a function's own test support creates beside them.
+    #[allow(dead_code)]
+    pub fn track_table(&self, table: &str) {
+        if let Ok(mut tables) = self.extra_tables.lock() {
+            tables.push(table.to_owned());
+        }
     }
 
     /// The DynamoDB endpoint URL (for processes that need to reach it; the
@@ -286,152 +292,4 @@ pub async fn run(
     let (report, response) = consumer.handle_batch(event, far_deadline()).await;
     let response = response.expect("partial-batch response, not an invocation error");
     (report, failed_ids(&response))
-}
-
-/// The payment ledger's two tables, next to a [`TestDb`] (same endpoint,
-/// unique names, deleted at the end on an external endpoint).
-pub struct LedgerDb {
-    pub db: TestDb,
-    pub ledger_table: String,
-    pub accounts_table: String,
-}
-
-impl LedgerDb {
-    pub async fn new() -> Self {
-        let db = TestDb::new().await;
-        let ledger_table = format!("{}-ledger", db.table);
-        let accounts_table = format!("{}-accounts", db.table);
-        create_table(&db.client, &ledger_table, ENTRY_KEY)
-            .await
-            .expect("create ledger table");
-        create_table(&db.client, &accounts_table, ACCOUNT_KEY)
-            .await
-            .expect("create accounts table");
-        LedgerDb {
-            db,
-            ledger_table,
-            accounts_table,
-        }
-    }
-
-    pub fn config(&self) -> LedgerConfig {
-        let vars: HashMap<&str, &str> = HashMap::from([
-            ("LEDGER_TABLE", self.ledger_table.as_str()),
-            ("ACCOUNTS_TABLE", self.accounts_table.as_str()),
-        ]);
-        LedgerConfig::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("ledger config")
-    }
-
-    pub fn consumer(&self) -> LedgerFunction {
-        crate::ledger::function(self.db.client.clone(), self.config())
-    }
-
-    async fn get(
-        &self,
-        table: &str,
-        key: &str,
-        id: &str,
-    ) -> Option<HashMap<String, AttributeValue>> {
-        self.db
-            .client
-            .get_item()
-            .table_name(table)
-            .key(key, AttributeValue::S(id.into()))
-            .consistent_read(true)
-            .send()
-            .await
-            .expect("GetItem")
-            .item
-    }
-
-    pub async fn entry(&self, entry_id: &str) -> Option<HashMap<String, AttributeValue>> {
-        self.get(&self.ledger_table, ENTRY_KEY, entry_id).await
-    }
-
-    /// (balance, entry_count, currency) of an account.
-    pub async fn account(&self, account_id: &str) -> Option<(i128, u64, String)> {
-        let item = self
-            .get(&self.accounts_table, ACCOUNT_KEY, account_id)
-            .await?;
-        Some((
-            s(&item, "balance").parse().expect("balance"),
-            s(&item, "entry_count").parse().expect("entry_count"),
-            s(&item, "currency"),
-        ))
-    }
-
-    /// Every ledger entry.
-    pub async fn entries(&self) -> Vec<HashMap<String, AttributeValue>> {
-        scan_all(&self.db.client, &self.ledger_table).await
-    }
-}
-
-impl Drop for LedgerDb {
-    fn drop(&mut self) {
-        if self.db.external {
-            delete_external_tables(vec![self.ledger_table.clone(), self.accounts_table.clone()]);
-        }
-    }
-}
-
-/// A ledger event body.
-pub fn payment(
-    kind: &str,
-    event_id: &str,
-    payment_id: &str,
-    refund_id: Option<&str>,
-    account: &str,
-    amount: u64,
-    currency: &str,
-) -> Value {
-    let mut v = json!({"eventId": event_id, "type": kind, "paymentId": payment_id,
-                       "accountId": account, "amount": amount, "currency": currency,
-                       "occurredAt": "2026-11-29T10:15:00Z"});
-    if let Some(r) = refund_id {
-        v["refundId"] = json!(r);
-    }
-    v
-}
-
-pub fn captured(event_id: &str, payment_id: &str, account: &str, amount: u64) -> Value {
-    payment(
-        "PaymentCaptured",
-        event_id,
-        payment_id,
-        None,
-        account,
-        amount,
-        "INR",
-    )
-}
-
-pub fn refunded(
-    event_id: &str,
-    payment_id: &str,
-    refund_id: &str,
-    account: &str,
-    amount: u64,
-) -> Value {
-    payment(
-        "PaymentRefunded",
-        event_id,
-        payment_id,
-        Some(refund_id),
-        account,
-        amount,
-        "INR",
-    )
-}
-
-/// Run one batch through the ledger; returns the labels and failed ids.
-pub async fn run_ledger(
-    ledger: &LedgerFunction,
-    event: &SqsEvent,
-) -> (Vec<&'static str>, Vec<String>) {
-    let (report, response) = ledger.handle_batch(event, far_deadline()).await;
-    let response = response.expect("partial-batch response, not an invocation error");
-    (
-        report.outcomes().map(Verdict::label).collect(),
-        failed_ids(&response),
-    )
 }

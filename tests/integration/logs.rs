@@ -6,77 +6,12 @@
 //! at INFO or above.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
-use lambda_idempotency::bootstrap::json_logs;
 use serde_json::{Value, json};
-use tracing_subscriber::EnvFilter;
 
 use order_consumer::testing::*;
 
-/// The log lines written while it is installed (on this test's thread);
-/// `otel.rs` captures with it too.
-#[derive(Clone, Default)]
-pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    /// Install the functions' subscriber at the production default level
-    /// (the in-process test server's own logs are left out).
-    fn install(&self) -> tracing::subscriber::DefaultGuard {
-        let writer = self.clone();
-        let guard = tracing::subscriber::set_default(json_logs(
-            move || writer.clone(),
-            EnvFilter::new("info,dynoxide=off"),
-        ));
-        // Callsites first hit elsewhere with no subscriber may have cached
-        // "never": recompute with this one installed. (nextest, which
-        // `make test` uses, runs each test in a process of its own anyway.)
-        tracing::callsite::rebuild_interest_cache();
-        guard
-    }
-
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("log buffer").clone()).expect("UTF-8 logs")
-    }
-
-    fn lines(&self) -> Vec<Value> {
-        self.text()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-            .collect()
-    }
-
-    /// The "record processed" lines, by messageId.
-    fn records(&self) -> HashMap<String, Vec<Value>> {
-        let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
-        for line in self.lines() {
-            if line.pointer("/message") == Some(&json!("record processed")) {
-                let id = line
-                    .pointer("/message_id")
-                    .and_then(Value::as_str)
-                    .expect("every record line carries its messageId")
-                    .to_owned();
-                by_id.entry(id).or_default().push(line);
-            }
-        }
-        by_id
-    }
-}
+pub(crate) use crate::captured::Captured;
 
 /// Payload values that must never reach a log line at INFO or above.
 const SECRETS: [&str; 7] = [
@@ -217,82 +152,6 @@ async fn each_record_is_logged_once_at_its_level_with_its_ids_and_no_payload() {
             !text.contains(secret),
             "payload value {secret:?} in the logs:\n{text}"
         );
-    }
-}
-
-#[tokio::test]
-async fn a_suspended_refund_is_logged_without_its_amounts() {
-    let db = LedgerDb::new().await;
-    let l = db.consumer();
-    let logs = Captured::default();
-    let _guard = logs.install();
-    run_ledger(&l, &batch_of(&[captured("e1", "p1", "a1", 987_654)])).await;
-    let (labels, _) = run_ledger(&l, &batch_of(&[refunded("e2", "p1", "r1", "a1", 987_655)])).await;
-    assert_eq!(labels, ["Suspended"]);
-    let rejected: Vec<Value> = logs
-        .lines()
-        .into_iter()
-        .filter(|l| l.pointer("/outcome") == Some(&json!("Suspended")))
-        .collect();
-    assert_eq!(rejected.len(), 1);
-    assert_eq!(rejected[0]["level"], json!("WARN"));
-    let text = logs.text();
-    assert!(
-        !text.contains("987654") && !text.contains("987655"),
-        "amounts in the logs:\n{text}"
-    );
-}
-
-/// The webhook URL carries the provider's token, and reqwest's errors name
-/// the URL they failed on: the notifier's lines about a failed request (a
-/// timeout here) say what failed, never where.
-#[tokio::test]
-async fn a_failing_webhook_request_is_logged_without_its_url() {
-    use crate::notifier::{function, record as change, stream};
-    use order_consumer::notifier::NotifierConfig;
-    use order_consumer::testing::provider::{Mode, Provider};
-
-    let db = TestDb::new().await;
-    let table = db
-        .extra_table("notifications", order_consumer::notifier::store::KEY)
-        .await;
-    let provider = Provider::start().await;
-    provider.set_mode(Mode::Hang);
-    let url = format!("{}?token=SECRET-TOKEN-45", provider.url);
-    let host = url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    let config = NotifierConfig::from_lookup(|k| match k {
-        "NOTIFICATIONS_TABLE" => Some(table.clone()),
-        "NOTIFY_WEBHOOK_URL" => Some(url.clone()),
-        "NOTIFY_TIMEOUT_MS" => Some("200".into()),
-        _ => None,
-    })
-    .expect("config");
-    let n = function(&db.client, config);
-
-    let logs = Captured::default();
-    let _guard = logs.install();
-    let event = stream(vec![change(1, "ord-1", None, Some("PLACED"))]);
-    let (report, _) = n.handle_batch(&event, far_deadline()).await;
-    assert_eq!(
-        report.records[0].outcome.to_string(),
-        "Failed: the provider did not answer in time (or could not be reached)"
-    );
-
-    let lines = logs.lines();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.pointer("/message") == Some(&json!("webhook request failed"))),
-        "the failure is logged"
-    );
-    let text = logs.text();
-    for leak in ["SECRET-TOKEN-45", host.as_str(), "/notify"] {
-        assert!(!text.contains(leak), "{leak:?} in the logs:\n{text}");
     }
 }
 

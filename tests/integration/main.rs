@@ -1,19 +1,21 @@
 //! Integration tests: the real handler code against a real DynamoDB-compatible
 //! server (in-process dynoxide, or `AWS_ENDPOINT_URL_DYNAMODB`). One test
-//! binary, so the SDK and the server are linked once.
+//! binary, so the SDK and the server are linked once. The other functions'
+//! own tests are in functions/*/tests.
 
-mod api;
+#[path = "../support/captured.rs"]
+mod captured;
+
+#[path = "../support/sample_files.rs"]
+mod sample_files;
+
 mod batches;
 mod cache;
 mod faults;
-mod ledger;
 mod logs;
-mod notifier;
 #[cfg(feature = "otel")]
 mod otel;
 mod outcomes;
 mod redelivery;
 mod retry_timing;
 mod sample_events;
-mod ssm;
-mod streams;

@@ -70,28 +70,12 @@ pub trait Function: Send + Sync + 'static {
     ) -> impl Future<Output = InvokeResult> + Send;
 }
 
-/// The order consumer's binary: `ORDER_CONSUMER_BIN`, else the one cargo
-/// built with this test (`CARGO_BIN_EXE_order-consumer`, same profile).
-pub fn binary_path() -> PathBuf {
-    function_binary("ORDER_CONSUMER_BIN", env!("CARGO_BIN_EXE_order-consumer"))
-}
-
-/// The payment ledger's binary (`LEDGER_BIN` overrides).
-pub fn ledger_binary_path() -> PathBuf {
-    function_binary("LEDGER_BIN", env!("CARGO_BIN_EXE_payment-ledger"))
-}
-
-/// The order API's binary (`ORDER_API_BIN` overrides).
-pub fn api_binary_path() -> PathBuf {
-    function_binary("ORDER_API_BIN", env!("CARGO_BIN_EXE_order-api"))
-}
-
 /// The binary named by `var` (for example the shipped release build:
 /// `ORDER_CONSUMER_BIN=target/release/order-consumer`), else `built`: the
 /// one cargo builds for the tests, so a fresh clone's `make test` needs no
 /// release build. The properties hold for either: they are about what the
 /// code does, not how fast it is compiled to do it.
-fn function_binary(var: &str, built: &str) -> PathBuf {
+pub fn function_binary(var: &str, built: &str) -> PathBuf {
     let path = match std::env::var_os(var) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => PathBuf::from(built),
@@ -130,7 +114,8 @@ impl FnConfig {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         FnConfig {
-            binary: binary_path(),
+            // The including test binary's function (its main.rs).
+            binary: crate::binary_path(),
             table: table.to_owned(),
             dynamodb_endpoint: dynamodb_endpoint.to_owned(),
             extra_env,

@@ -4,9 +4,11 @@
 //! (in-process dynoxide), with an SQS event source mapping simulator in
 //! front and a fault-injecting TCP proxy between the function and DynamoDB.
 //!
-//! Runs the binaries cargo builds with this test (`CARGO_BIN_EXE_*`), or
-//! the ones `ORDER_CONSUMER_BIN`, `LEDGER_BIN` and `ORDER_API_BIN` name
-//! (the shipped release build, say). See docs/reliability.md.
+//! Runs the binary cargo builds with this test (`CARGO_BIN_EXE_*`), or the
+//! one `ORDER_CONSUMER_BIN` names (the shipped release build, say). See
+//! docs/reliability.md. The functions under functions/ run their own
+//! binaries under this same harness (their tests/reliability/main.rs
+//! includes it with `#[path]`).
 //!
 //! Harness: `function` (the binary as an execution environment, under the
 //! library's Runtime API emulator, `order_consumer::testing::runtime_api`),
@@ -15,8 +17,7 @@
 //! assertions must catch); the faults come from the library's proxy,
 //! `order_consumer::testing::proxy`.
 //! Tests: `backoff`, `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
-//! `hostile`, `load`, `logs`, `ledger` (the payment-ledger binary) and
-//! `api` (the order-api binary).
+//! `hostile`, `load` and `logs`.
 
 mod db;
 mod function;
@@ -26,7 +27,14 @@ mod naive;
 mod sqs;
 mod util;
 
-mod api;
+use std::path::PathBuf;
+
+/// The order consumer's binary: `ORDER_CONSUMER_BIN`, else the one cargo
+/// built with this test (`CARGO_BIN_EXE_order-consumer`, same profile).
+pub fn binary_path() -> PathBuf {
+    function::function_binary("ORDER_CONSUMER_BIN", env!("CARGO_BIN_EXE_order-consumer"))
+}
+
 mod backoff;
 mod concurrency;
 mod convergence;
@@ -34,6 +42,5 @@ mod crash;
 mod deadline;
 mod faults;
 mod hostile;
-mod ledger;
 mod load;
 mod logs;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::api::event::Scope;
+use crate::event::Scope;
 
 /// SHA-256 of the body's canonical JSON (object keys sorted at every
 /// level, no insignificant whitespace), in hex: two bodies that differ only
@@ -156,7 +156,7 @@ pub enum Record {
     InProgress {
         /// The fingerprint of its body.
         fingerprint: String,
-        /// The id of the attempt that claimed it ([`crate::api::store::Claim::attempt`]).
+        /// The id of the attempt that claimed it ([`crate::store::Claim::attempt`]).
         attempt: String,
         /// Epoch milliseconds: the claiming invocation's deadline.
         lease_until: u64,

@@ -17,10 +17,15 @@
 //! comes from the table's stream.
 
 #![deny(missing_docs)]
+// Logs go through `tracing`; the one stdout writer is the EMF line.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod domain;
 pub mod event;
 pub mod store;
+/// Test support as library code (feature `testing`, for the tests).
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -30,8 +35,6 @@ use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use serde::Serialize;
 use tracing::Instrument;
 
-use crate::orders::domain::OrderView;
-use crate::orders::event::{OrderEvent, Payload, Seq};
 use domain::{
     Outcome, Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, owner_of,
     record_key,
@@ -46,6 +49,8 @@ use lambda_idempotency::function::{ColdStart, invocation_span};
 use lambda_idempotency::metrics::{self, OutcomeCounts};
 use lambda_idempotency::time::{epoch_ms, rfc3339, unique_id};
 use lambda_idempotency::wire::{Id, Timestamp};
+use order_consumer::orders::domain::OrderView;
+use order_consumer::orders::event::{OrderEvent, Payload, Seq};
 use store::{ApiStore, Claim};
 
 /// `METRICS_NAMESPACE` when unset.

@@ -3,8 +3,8 @@
 //! the handler.
 
 use lambda_idempotency::bootstrap;
-use order_consumer::api::store::ApiStore;
-use order_consumer::api::{ApiConfig, OrderApi};
+use order_api::store::ApiStore;
+use order_api::{ApiConfig, OrderApi};
 use order_consumer::orders::store::OrderStore;
 
 #[tokio::main]
@@ -20,7 +20,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         auth = config.auth.as_str(),
         "cold start"
     );
-    if config.auth == order_consumer::api::event::AuthMode::None {
+    if config.auth == order_api::event::AuthMode::None {
         // The local loop's setting: loud, so that it is never missed in a
         // deployed function's logs.
         tracing::warn!(

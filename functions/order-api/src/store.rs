@@ -17,11 +17,11 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use crate::api::domain::{Record, StoredResponse};
-use crate::orders::event::OrderEvent;
-use crate::orders::store::OrderStore;
+use crate::domain::{Record, StoredResponse};
 use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
 use lambda_idempotency::error::StoreError;
+use order_consumer::orders::event::OrderEvent;
+use order_consumer::orders::store::OrderStore;
 
 /// The idempotency table's hash key.
 pub const KEY: &str = "idempotency_key";
@@ -35,9 +35,9 @@ const COMPLETED: &str = "COMPLETED";
 /// until when.
 #[derive(Debug, Clone)]
 pub struct Claim<'a> {
-    /// [`crate::api::domain::record_key`].
+    /// [`crate::domain::record_key`].
     pub key: &'a str,
-    /// [`crate::api::domain::fingerprint`] of the body.
+    /// [`crate::domain::fingerprint`] of the body.
     pub fingerprint: &'a str,
     /// Unique to this attempt: only it may complete or release the claim.
     pub attempt: &'a str,
@@ -79,7 +79,7 @@ impl ApiStore {
     /// over (its invocation ended without completing). The record carries
     /// the attempt id: an SDK retry of this PutItem after its answer was
     /// lost is refused against this attempt's own record, which
-    /// [`crate::api::domain::classify`] recognises.
+    /// [`crate::domain::classify`] recognises.
     pub async fn claim(&self, c: &Claim<'_>) -> Result<Option<Option<Record>>, StoreError> {
         let item = HashMap::from([
             (KEY.to_owned(), s(c.key)),
@@ -130,7 +130,7 @@ impl ApiStore {
     /// keeps a token for 10 minutes, far longer than the SDK's retries
     /// take). Without one of ours (an attempt id over 36 characters) the
     /// SDK fills in a token of its own, once per call: the same holds.
-    /// `owner` ([`crate::api::domain::owner_of`]) is written on the order,
+    /// `owner` ([`crate::domain::owner_of`]) is written on the order,
     /// for `GET /orders/{orderId}` to show it to its owner only.
     pub async fn commit(
         &self,

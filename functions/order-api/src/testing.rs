@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
-use crate::api::store::ApiStore;
-use crate::api::{ApiConfig, OrderApi};
-use crate::testing::{RequestCounter, TestDb, create_idempotency_table, scan_all};
+use crate::store::ApiStore;
+use crate::{ApiConfig, OrderApi};
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use lambda_idempotency::error::StoreError;
 use lambda_idempotency::time::epoch_ms;
+use order_consumer::testing::{RequestCounter, TestDb, create_table, scan_all};
 
 /// A [`TestDb`] (the orders table) with an idempotency table beside it.
 pub struct ApiDb {
@@ -28,9 +31,7 @@ impl ApiDb {
         create_idempotency_table(&db.client, &idempotency_table)
             .await
             .expect("create the idempotency table");
-        if let Ok(mut tables) = db.extra_tables.lock() {
-            tables.push(idempotency_table.clone());
-        }
+        db.track_table(&idempotency_table);
         ApiDb {
             db,
             idempotency_table,
@@ -63,8 +64,10 @@ impl ApiDb {
         env: &[(&str, &str)],
     ) -> OrderApi {
         let config = self.config(env);
-        let orders =
-            crate::orders::store::OrderStore::new(client.clone(), config.table_name.clone());
+        let orders = order_consumer::orders::store::OrderStore::new(
+            client.clone(),
+            config.table_name.clone(),
+        );
         OrderApi::new(
             ApiStore::new(client, config.idempotency_table.clone(), orders),
             &config,
@@ -256,4 +259,28 @@ pub fn is_problem(r: &Response<Body>, status: u16) -> bool {
         && body["type"].is_string()
         && body["title"].is_string()
         && body["detail"].is_string()
+}
+
+/// The order API's idempotency table (hash key `idempotency_key`, TTL on
+/// `expires_at`), as template.yaml creates it. The API checks expiry in
+/// code, so a server without TTL support serves the tests just as well.
+pub async fn create_idempotency_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    create_table(client, table, crate::store::KEY).await?;
+    let ttl = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
+        .enabled(true)
+        .attribute_name(crate::store::TTL_ATTRIBUTE)
+        .build()
+        .map_err(|e| StoreError::Client {
+            code: e.to_string(),
+        })?;
+    if let Err(e) = client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(ttl)
+        .send()
+        .await
+    {
+        tracing::warn!(error = %DisplayErrorContext(&e), "UpdateTimeToLive failed; expiry is checked in code anyway");
+    }
+    Ok(())
 }

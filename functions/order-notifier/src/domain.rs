@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tracing::Level;
 
-use crate::orders::domain::Status;
 use lambda_idempotency::error::StoreError;
 use lambda_idempotency::outcome::{Failure, Unsettled, Verdict};
 use lambda_idempotency::wire::{MAX_ID_BYTES, ParseError};
+use order_consumer::orders::domain::Status;
 
 /// The notifications customers get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

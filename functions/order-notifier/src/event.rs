@@ -10,9 +10,9 @@
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde::Deserialize;
 
-use crate::notifier::domain::{Change, Unreadable};
-use crate::orders::domain::Status;
+use crate::domain::{Change, Unreadable};
 use lambda_idempotency::wire::ParseError;
+use order_consumer::orders::domain::Status;
 
 /// The image fields the notifier reads.
 #[derive(Deserialize, Default)]

@@ -34,6 +34,9 @@
 //!   (stream records are strictly ordered per order); [`NotifierFunction`]:
 //!   the Lambda function, reporting failed records by SequenceNumber.
 
+// Logs go through `tracing`; the one stdout writer is the EMF line.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod domain;
 pub mod event;
 pub mod store;
@@ -47,7 +50,6 @@ use tokio::time::Instant;
 use tracing::{Span, field};
 
 use self::url::{WebhookSource, WebhookUrl};
-use crate::orders::domain::Status;
 use domain::{
     ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, TooLate, Unreadable,
     classify_claim_refusal, notification_for,
@@ -59,6 +61,7 @@ use lambda_idempotency::function::Function;
 use lambda_idempotency::outcome::{Skip, Unsettled};
 use lambda_idempotency::time::{epoch_ms, unique_id};
 use lambda_idempotency::wire::ParseError;
+use order_consumer::orders::domain::Status;
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
 

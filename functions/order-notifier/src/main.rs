@@ -4,8 +4,8 @@
 //! cold start, plus one read of the webhook URL from SSM.
 
 use lambda_idempotency::bootstrap;
-use order_consumer::notifier::NotifierConfig;
-use order_consumer::notifier::url::{self, WebhookSource};
+use order_notifier::NotifierConfig;
+use order_notifier::url::{self, WebhookSource};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -32,7 +32,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let notifier = match order_consumer::notifier::function(client, config, &webhook_url) {
+    let notifier = match order_notifier::function(client, config, &webhook_url) {
         Ok(notifier) => notifier,
         Err(e) => {
             // reqwest errors may name the URL: never log it.

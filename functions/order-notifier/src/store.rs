@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::notifier::domain::{Notification, Stored, Unreadable};
+use crate::domain::{Notification, Stored, Unreadable};
 use lambda_idempotency::dynamo::{Conditional, from_item, n as num, s, send_conditional};
 use lambda_idempotency::error::StoreError;
 
@@ -65,7 +65,7 @@ impl NotificationStore {
     /// again is then safe because the provider deduplicates on the key.
     /// The record keeps `claim_id`: an SDK re-send of this UpdateItem after
     /// its answer was lost is refused against this very claim, which
-    /// [`crate::notifier::domain::classify_claim_refusal`] recognises.
+    /// [`crate::domain::classify_claim_refusal`] recognises.
     pub async fn claim(
         &self,
         n: &Notification,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::notifier::domain::Notification;
-use crate::notifier::url::WebhookUrl;
+use crate::domain::Notification;
+use crate::url::WebhookUrl;
 
 /// What the provider said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 
 use tracing::Level;
 
-use crate::ledger::event::{LedgerEvent, Movement};
+use crate::event::{LedgerEvent, Movement};
 use lambda_idempotency::backoff::RetryClass;
 use lambda_idempotency::error::StoreError;
 use lambda_idempotency::outcome::{Unsettled, Verdict};
@@ -426,7 +426,7 @@ fn other_code<T>(r: &Reason<T>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::event::parse_body;
+    use crate::event::parse_body;
     use lambda_idempotency::outcome::{Skip, labels};
     use lambda_idempotency::wire::ParseError;
     use serde_json::json;

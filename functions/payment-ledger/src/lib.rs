@@ -21,9 +21,15 @@
 //! - [`LedgerHandler`] (here): the [`Handler`] the shared batch machinery runs;
 //!   [`LedgerFunction`]: the Lambda function.
 
+// Logs go through `tracing`; the one stdout writer is the EMF line.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod domain;
 pub mod event;
 pub mod store;
+/// Test support as library code (feature `testing`, for the tests).
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use aws_lambda_events::event::sqs::SqsMessage;
 use tracing::{Span, field};

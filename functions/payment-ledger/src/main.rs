@@ -4,7 +4,7 @@
 //! start.
 
 use lambda_idempotency::bootstrap;
-use order_consumer::ledger::LedgerConfig;
+use payment_ledger::LedgerConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -19,7 +19,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         "cold start"
     );
     let redelivery = bootstrap::redelivery(&config.runtime).await;
-    let ledger = order_consumer::ledger::function(client, config).with_redelivery(redelivery);
+    let ledger = payment_ledger::function(client, config).with_redelivery(redelivery);
 
     ledger.serve().await
 }

@@ -28,10 +28,10 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 
-use crate::ledger::domain::{
+use crate::domain::{
     AccountSnapshot, Cancellation, EntrySnapshot, Reason, SuspenseReason, SuspenseSnapshot,
 };
-use crate::ledger::event::{LedgerEvent, Movement};
+use crate::event::{LedgerEvent, Movement};
 use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
 use lambda_idempotency::error::StoreError;
 use lambda_idempotency::time::{epoch_ms, unique_id};

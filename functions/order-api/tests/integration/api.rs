@@ -8,10 +8,10 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Request, Response};
 use lambda_idempotency::time::epoch_ms;
-use order_consumer::api::domain::{fingerprint, owner_of, record_key};
-use order_consumer::api::event::Scope;
-use order_consumer::api::store::{ApiStore, Claim};
-use order_consumer::testing::api::*;
+use order_api::domain::{fingerprint, owner_of, record_key};
+use order_api::event::Scope;
+use order_api::store::{ApiStore, Claim};
+use order_api::testing::*;
 use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::{TestDb, batch_of, client_for, run};
 use proptest::prelude::*;
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 const BODY: &str = r#"{"customerId":"cust-1","amount":150000,"currency":"INR"}"#;
 
-async fn send(api: &order_consumer::api::OrderApi, req: Request) -> Response<Body> {
+async fn send(api: &order_api::OrderApi, req: Request) -> Response<Body> {
     api.handle(req, deadline_in(30)).await
 }
 
@@ -309,7 +309,7 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(t.orders().await.len(), 1);
     // The dead attempt cannot complete the key any more.
-    let late = order_consumer::api::domain::StoredResponse {
+    let late = order_api::domain::StoredResponse {
         status: 201,
         body: "{}".into(),
         location: "/orders/x".into(),
@@ -467,10 +467,8 @@ async fn without_a_principal_from_the_configured_authorizer_it_is_403_and_nothin
     assert!(t.records().await.is_empty() && t.orders().await.is_empty());
     // The Lambda entry point counts it under its own outcome.
     assert_eq!(
-        order_consumer::api::outcome_of(
-            &send(&t.api(&[]), post(Some("k"), BODY, &Caller::Anonymous)).await
-        )
-        .label(),
+        order_api::outcome_of(&send(&t.api(&[]), post(Some("k"), BODY, &Caller::Anonymous)).await)
+            .label(),
         "Forbidden"
     );
 }
@@ -582,7 +580,7 @@ async fn ids_with_spaces_and_non_ascii_are_read_through_their_percent_encoded_pa
             now_ms: now,
         };
         assert_eq!(store.claim(&claim).await, Ok(None));
-        let response = order_consumer::api::domain::StoredResponse {
+        let response = order_api::domain::StoredResponse {
             status: 201,
             body: "{}".into(),
             location: "/orders/x".into(),
@@ -874,7 +872,7 @@ async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
         &order_consumer::testing::body("ord-own", 1, "OrderPlaced", "ord-own-placed").to_string(),
     ))
     .unwrap();
-    let response = order_consumer::api::domain::StoredResponse {
+    let response = order_api::domain::StoredResponse {
         status: 201,
         body: "{}".into(),
         location: "/orders/ord-own".into(),

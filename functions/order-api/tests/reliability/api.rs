@@ -19,12 +19,14 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
-use crate::function::{Function, InvokeResult, LambdaEnv, api_binary_path};
+use crate::api_binary_path;
+use crate::function::{Function, InvokeResult, LambdaEnv};
 use crate::harness::Harness;
-use order_consumer::testing::api::{ALICE, Caller, event, order_body};
+use order_api::testing::create_idempotency_table;
+use order_api::testing::{ALICE, Caller, event, order_body};
 use order_consumer::testing::proxy::Fault;
 use order_consumer::testing::rng::Rng;
-use order_consumer::testing::{create_idempotency_table, scan_all};
+use order_consumer::testing::scan_all;
 
 /// Long enough for a request behind the proxy's latency, short enough that
 /// a dead attempt's lease (the invocation deadline) ends within the test.

@@ -11,11 +11,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::batch::BatchError;
 use lambda_idempotency::outcome::{Unsettled, Verdict};
 use lambda_idempotency::time::epoch_ms;
-use order_consumer::notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
-use order_consumer::notifier::store::{Claim, KEY, NotificationStore};
-use order_consumer::notifier::url::{URL_VAR, WebhookUrl};
-use order_consumer::notifier::webhook::{Delivery, REFUSAL_REASON, Webhook};
-use order_consumer::notifier::{NotifierConfig, NotifierFunction};
+use order_notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
+use order_notifier::store::{Claim, KEY, NotificationStore};
+use order_notifier::url::{URL_VAR, WebhookUrl};
+use order_notifier::webhook::{Delivery, REFUSAL_REASON, Webhook};
+use order_notifier::{NotifierConfig, NotifierFunction};
 use serde_json::{Value, json};
 
 use order_consumer::testing::provider::{Mode, Provider};
@@ -88,7 +88,7 @@ pub(crate) fn function(
         .literal()
         .cloned()
         .expect("a literal NOTIFY_WEBHOOK_URL");
-    order_consumer::notifier::function(client.clone(), config, &url).expect("notifier")
+    order_notifier::function(client.clone(), config, &url).expect("notifier")
 }
 
 /// An order image as the order consumer writes it (the fields that matter).
@@ -396,7 +396,7 @@ fn a_record_that_is_not_an_order_change_is_invalid_alone() {
     unknown["dynamodb"]["NewImage"]["status"] = json!({"S": "TELEPORTED"});
     let event = stream(vec![bad, unknown]);
     for r in &event.records {
-        assert!(order_consumer::notifier::event::parse_change(r).is_err());
+        assert!(order_notifier::event::parse_change(r).is_err());
     }
 }
 

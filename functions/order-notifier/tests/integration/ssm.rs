@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_ssm::config::{BehaviorVersion, Credentials, Region};
-use order_consumer::notifier::url::{PARAMETER_VAR, WebhookUrlError, read_parameter};
+use order_notifier::url::{PARAMETER_VAR, WebhookUrlError, read_parameter};
 use serde_json::{Value, json};
 use std::io::Read;
 

@@ -7,13 +7,14 @@ use lambda_idempotency::outcome::{Unsettled, Verdict};
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::ledger::LedgerOutcome;
-use order_consumer::ledger::domain::{LedgerConflict, SuspenseReason};
+use payment_ledger::LedgerOutcome;
+use payment_ledger::domain::{LedgerConflict, SuspenseReason};
 
 use serde_json::json;
 
 use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::*;
+use payment_ledger::testing::*;
 
 #[tokio::test]
 async fn a_capture_writes_its_entry_and_moves_the_balance_once() {
@@ -465,7 +466,7 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
         ("PutItem", Fault::Body(500, PUT_FAILS)),
     ]))
     .await;
-    let l = order_consumer::ledger::function(client_for(&server.url()), test_ledger_config());
+    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config());
     let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
     let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
     assert_eq!(
@@ -525,7 +526,7 @@ async fn invalid_bodies_fail_alone() {
 async fn a_transaction_conflict_is_a_retryable_failure() {
     const BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}"#;
     let server = FaultProxy::answering(Fault::Body(400, BODY)).await;
-    let l = order_consumer::ledger::function(client_for(&server.url()), test_ledger_config());
+    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config());
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500), invalid_body()]),
@@ -549,7 +550,7 @@ async fn a_transaction_conflict_is_a_retryable_failure() {
 #[tokio::test]
 async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocation() {
     let server = FaultProxy::answering(Fault::Throttle("ThrottlingException")).await;
-    let l = order_consumer::ledger::function(client_for(&server.url()), test_ledger_config());
+    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config());
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500)]),
@@ -566,8 +567,8 @@ async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocat
     assert_eq!(d.error_type, "PaymentLedger.DependencyOutage");
 }
 
-fn test_ledger_config() -> order_consumer::ledger::LedgerConfig {
-    order_consumer::ledger::LedgerConfig::from_lookup(|k| match k {
+fn test_ledger_config() -> payment_ledger::LedgerConfig {
+    payment_ledger::LedgerConfig::from_lookup(|k| match k {
         "LEDGER_TABLE" => Some("ledger".into()),
         "ACCOUNTS_TABLE" => Some("accounts".into()),
         _ => None,

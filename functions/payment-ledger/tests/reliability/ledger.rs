@@ -34,8 +34,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::{Value, json};
 
-use crate::function::ledger_binary_path;
 use crate::harness::{Harness, proptest_config, runtime};
+use crate::ledger_binary_path;
 use crate::sqs::{Audit, DrainOpts, Queue, QueueConfig, Settled, drain};
 use order_consumer::testing::rng::Rng;
 
