@@ -94,13 +94,14 @@ $(BENCH_VENV)/.installed: $(BENCH_REQS)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(BENCH_REQS)
 	touch $@
 
-check-events: ## Fail when scripts/gen_events.py would change a committed file in events/
+check-events: ## Fail when scripts/gen_events.py (or a function's functions/*/gen_events.py) would change a committed sample event
 	python3 scripts/gen_events.py >/dev/null
-	@if [ -n "$$(git status --porcelain -- events/)" ]; then \
-	  git status --short -- events/; git --no-pager diff --stat -- events/; \
-	  echo "events/ is not what scripts/gen_events.py writes: commit its output (or fix the generator)" >&2; exit 1; \
+	$(foreach g,$(wildcard functions/*/gen_events.py),python3 $(g) >/dev/null;)
+	@if [ -n "$$(git status --porcelain -- events/ $(wildcard functions/*/events/))" ]; then \
+	  git status --short -- events/ $(wildcard functions/*/events/); git --no-pager diff --stat -- events/ $(wildcard functions/*/events/); \
+	  echo "the sample events are not what their generators write: commit their output (or fix the generator)" >&2; exit 1; \
 	fi
-	@echo "events/ is exactly what scripts/gen_events.py writes"
+	@echo "events/ and functions/*/events/ are exactly what their generators write"
 
 validate: ## sam validate --lint, cfn-lint (SAM and translated), policy checks; also the Deploy* combinations, the Managed Instances variant, the deploy flow
 	bash scripts/validate-template.sh

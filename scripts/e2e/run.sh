@@ -25,8 +25,11 @@
 #                         from `make build-host`)
 #   E2E_LEDGER_BINARY=PATH, E2E_NOTIFIER_BINARY=PATH, E2E_API_BINARY=PATH
 #                         the same for payment-ledger, order-notifier and
-#                         order-api (default: next to E2E_BINARY, else in
-#                         target/release)
+#                         order-api (default: in E2E_FUNCTION_BINARIES, else
+#                         next to E2E_BINARY, else in target/release)
+#   E2E_FUNCTION_BINARIES=DIR
+#                         where the functions' binaries are, by name (what
+#                         .ci/run copies there: one per functions/*/)
 #   E2E_KEEP_TMP=1        keep the temp dir (MiniStack log, template copy, zip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -39,9 +42,10 @@ FUNCTION_TIMEOUT=${E2E_FUNCTION_TIMEOUT:-6}
 DRAIN_TIMEOUT=${E2E_DRAIN_TIMEOUT:-300}
 AUTH=${E2E_AUTH:-true}
 BIN=${E2E_BINARY:-target/release/order-consumer}
-LEDGER_BIN=${E2E_LEDGER_BINARY:-$(dirname "$BIN")/payment-ledger}
-NOTIFIER_BIN=${E2E_NOTIFIER_BINARY:-$(dirname "$BIN")/order-notifier}
-API_BIN=${E2E_API_BINARY:-$(dirname "$BIN")/order-api}
+BINS=${E2E_FUNCTION_BINARIES:-$(dirname "$BIN")}
+LEDGER_BIN=${E2E_LEDGER_BINARY:-$BINS/payment-ledger}
+NOTIFIER_BIN=${E2E_NOTIFIER_BINARY:-$BINS/order-notifier}
+API_BIN=${E2E_API_BINARY:-$BINS/order-api}
 
 t_start=$(date +%s)
 log() { printf 'e2e: [%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
