@@ -114,14 +114,16 @@ MI_ARN="arn:aws:lambda:us-east-1:123456789012:capacity-provider:example"
 step "Lambda Managed Instances variant -> ${MI_TEMPLATE#"$REPO_ROOT"/}"
 "$VENV/bin/python" scripts/managed_instances.py "$TEMPLATE" "$MI_TEMPLATE"
 # Written elsewhere than template.yaml, its CodeUri must still name this folder
-# (what `sam build` builds with cargo-lambda); the translation hides it.
+# or a workspace member's under it, with its Cargo.toml (what `sam build`
+# builds with cargo-lambda); the translation hides it.
 "$VENV/bin/python" - "$MI_TEMPLATE" "$(dirname "$(realpath "$TEMPLATE")")" <<'PY'
 import json, os, sys
 path, want = sys.argv[1], sys.argv[2]
 t = json.load(open(path))
 bad = {k: v["Properties"].get("CodeUri") for k, v in t["Resources"].items()
        if v["Type"] == "AWS::Serverless::Function"
-       and os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), str(v["Properties"].get("CodeUri")))) != want}
+       and not (lambda d: (d == want or d.startswith(want + os.sep)) and os.path.isfile(os.path.join(d, "Cargo.toml")))(
+           os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), str(v["Properties"].get("CodeUri")))))}
 if bad:
     sys.exit(f"{path}: CodeUri does not lead back to {want}: {bad}")
 PY
