@@ -514,7 +514,7 @@ impl PerMessage {
 }
 
 async fn ledger_figures(r: &mut Report) {
-    use lambda_idempotency::outcome::Verdict;
+    use lambda_idempotency::Verdict;
     const N: usize = 1_000;
     const ACCOUNTS: usize = 100;
     r.line(format!(
@@ -553,7 +553,8 @@ async fn ledger_figures(r: &mut Report) {
     for _ in 0..RUNS {
         let db = LedgerDb::new().await;
         let (client, counter) = counted(&db.db.client);
-        let ledger = order_consumer::ledger::function(client, db.config());
+        let ledger =
+            order_consumer::ledger::function(client, db.config()).expect("the ledger builds");
         for ((_, bodies, want), row) in steps.iter().zip(&mut rows) {
             let event = batch_of(bodies);
             let before = counter.get();
@@ -619,7 +620,7 @@ fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) ->
 
 async fn notifier_figures(r: &mut Report) {
     use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-    use lambda_idempotency::outcome::Verdict;
+    use lambda_idempotency::Verdict;
     use order_consumer::notifier::NotifierConfig;
     use order_consumer::notifier::store::KEY;
     use order_consumer::testing::provider::Provider;

@@ -21,9 +21,9 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::batch::{BatchError, BatchReport};
-use lambda_idempotency::outcome::Verdict;
-use lambda_idempotency::records::{SqsInput, StrictInput};
+use lambda_idempotency::Verdict;
+use lambda_idempotency::{BatchError, BatchReport};
+use lambda_idempotency::{SqsInput, StrictInput};
 use order_consumer::ledger::LedgerConfig;
 use order_consumer::ledger::event as ledger_event;
 use order_consumer::ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
@@ -82,7 +82,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("created table `{TABLE}`\n");
 
     let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
-    let consumer = order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config);
+    let consumer =
+        order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config)?;
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
     let deadline = || tokio::time::Instant::now() + Duration::from_secs(30);
@@ -106,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "ACCOUNTS_TABLE" => Some(ACCOUNTS.to_owned()),
         _ => None,
     })?;
-    let ledger = order_consumer::ledger::function(client.clone(), ledger_config);
+    let ledger = order_consumer::ledger::function(client.clone(), ledger_config)?;
     mismatches += run_scenarios(
         &dir.join("ledger"),
         async |event| ledger.handle_batch(event, deadline()).await,

@@ -7,15 +7,15 @@
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
-use lambda_idempotency::batch::{BatchContext, Handler};
-use lambda_idempotency::config::Runtime;
+use lambda_idempotency::Function;
+use lambda_idempotency::Settings;
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::function::Function;
-use lambda_idempotency::outcome::{Unsettled, Verdict};
 use lambda_idempotency::wire::{
     Id, ParseError, as_object, parse_wrapped, req_id, req_str, req_u64,
 };
+use lambda_idempotency::{BatchContext, Handler};
+use lambda_idempotency::{Unsettled, Verdict};
 use order_consumer::testing;
 use tracing::{Level, Span, field};
 
@@ -207,13 +207,16 @@ impl Handler for ReservationHandler {
 /// The Lambda function: the handler plus the core's shared settings.
 pub fn function(client: aws_sdk_dynamodb::Client, table: &str) -> Function<ReservationHandler> {
     let env = |k: &str| std::env::var(k).ok();
-    let runtime = Runtime::from_lookup(&env, "Reservations", "reservations")
+    let runtime = Settings::from_lookup(&env, "Reservations", "reservations")
         .unwrap_or_else(|e| panic!("configuration: {e}"));
     let handler = ReservationHandler {
         client,
         table: table.to_owned(),
     };
-    Function::with_handler(handler, runtime, "Reservations")
+    Function::builder(handler)
+        .name("Reservations")
+        .and_then(|b| b.settings(runtime).build())
+        .unwrap_or_else(|e| panic!("building the function: {e}"))
 }
 
 /// Run one batch, as Lambda would, against a local DynamoDB, and print

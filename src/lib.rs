@@ -21,7 +21,7 @@
 //!
 //! Each consumer is a folder with the same parts: `event` or parsing (the
 //! contract), `domain` (pure classification), `store` (its DynamoDB
-//! adapter), and in `mod.rs` its [`lambda_idempotency::batch::Handler`], its
+//! adapter), and in `mod.rs` its [`lambda_idempotency::Handler`], its
 //! configuration and its Lambda function. The binaries are in `src/bin/`.
 
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics.rs).

@@ -20,8 +20,8 @@ use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWrite
 use crate::api::domain::{Record, StoredResponse};
 use crate::orders::event::OrderEvent;
 use crate::orders::store::OrderStore;
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
-use lambda_idempotency::error::StoreError;
 
 /// The idempotency table's hash key.
 pub const KEY: &str = "idempotency_key";

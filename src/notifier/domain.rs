@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use tracing::Level;
 
 use crate::orders::domain::Status;
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::outcome::{Failure, Unsettled, Verdict};
+use lambda_idempotency::StoreError;
 use lambda_idempotency::wire::{MAX_ID_BYTES, ParseError};
+use lambda_idempotency::{Failure, Unsettled, Verdict};
 
 /// The notifications customers get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -39,8 +39,8 @@ use crate::orders::store::OrderStore;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::batch::BatchReport;
-use lambda_idempotency::outcome::Verdict;
+use lambda_idempotency::BatchReport;
+use lambda_idempotency::Verdict;
 use serde_json::{Value, json};
 
 pub struct TestDb {
@@ -238,7 +238,7 @@ pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> OrderFunction {
     vars.entry("TABLE_NAME".into())
         .or_insert_with(|| store.table().to_owned());
     let config = OrderConfig::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
-    crate::orders::function(store, config)
+    crate::orders::function(store, config).expect("the order consumer builds")
 }
 
 pub fn s(item: &HashMap<String, AttributeValue>, key: &str) -> String {
@@ -323,7 +323,7 @@ impl LedgerDb {
     }
 
     pub fn consumer(&self) -> LedgerFunction {
-        crate::ledger::function(self.db.client.clone(), self.config())
+        crate::ledger::function(self.db.client.clone(), self.config()).expect("the ledger builds")
     }
 
     async fn get(

@@ -3,7 +3,7 @@
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use lambda_idempotency::error::StoreError;
+use lambda_idempotency::StoreError;
 use lambda_idempotency_testing::tables::{create_streamed_table, create_table};
 
 /// The orders table (hash key `order_id`), as template.yaml creates it.

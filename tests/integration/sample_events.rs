@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use lambda_idempotency::records::{SqsInput, StrictInput};
+use lambda_idempotency::{SqsInput, StrictInput};
 use order_consumer::orders::domain::{Outcome, Status};
 use order_consumer::orders::event::parse_body;
 use serde::Deserialize;

@@ -25,25 +25,12 @@ use thiserror::Error;
 use tokio::time::Instant;
 use tracing::{Instrument, Level, Span};
 
+use crate::config::BatchSettings;
 use crate::error::StoreError;
-use crate::metrics::OutcomeCounts;
+use crate::metrics::{OutcomeCounts, VisibilityTally};
 use crate::outcome::{self, Skip, Verdict};
 use crate::records::BatchRecord;
-use crate::redelivery::VisibilityTally;
 use crate::wire::ParseError;
-
-/// How a batch is run (from the function's configuration).
-#[derive(Debug, Clone, Copy)]
-pub struct Settings {
-    /// Groups applied at once (one group's records are sequential).
-    pub max_concurrency: usize,
-    /// Time kept back before the invocation deadline.
-    pub deadline_margin: Duration,
-    /// The source queue's `maxReceiveCount`, if the function knows it. A
-    /// strictly ordered group's failed record on its last receive then does
-    /// not hold the group's later records back ([`holds_group_back`]).
-    pub max_receive_count: Option<u32>,
-}
 
 /// One consumer's record handling. Implemented by the order consumer, the
 /// payment ledger and the notifier; the batch machinery is generic over it.
@@ -124,7 +111,7 @@ pub struct BatchReport<O> {
     /// Records that went to DynamoDB after a cache could not settle them.
     pub cache_misses: u64,
     /// The returned messages whose visibility was set, or could not be
-    /// ([`crate::redelivery`]); zero where nothing set it.
+    /// (the `redelivery` module, feature `sqs`); zero where nothing set it.
     pub visibility: VisibilityTally,
 }
 
@@ -275,7 +262,7 @@ pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
 /// returns exactly one report per record.
 pub async fn process<H: Handler>(
     handler: &H,
-    settings: Settings,
+    settings: BatchSettings,
     records: &[H::Record],
     deadline: Instant,
 ) -> BatchReport<H::Outcome> {
@@ -382,7 +369,7 @@ struct GroupRun<'a, H: Handler> {
     records: &'a [H::Record],
     parsed: &'a [Result<H::Event, ParseError>],
     strict: bool,
-    settings: Settings,
+    settings: BatchSettings,
     cx: BatchContext,
 }
 

@@ -30,19 +30,9 @@ use tokio::time::Instant;
 
 use crate::backoff::{BackoffPolicy, RetryClass};
 use crate::batch::BatchReport;
+use crate::metrics::VisibilityTally;
 use crate::outcome::Verdict;
 use crate::records::BatchRecord;
-
-/// What SQS needs to change one message's visibility, read from its record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Redeliverable<'a> {
-    /// The queue the message came from (`eventSourceARN`).
-    pub queue_arn: &'a str,
-    /// This receive's handle.
-    pub receipt_handle: &'a str,
-    /// `ApproximateReceiveCount` (1 on the first receive).
-    pub receive_count: u32,
-}
 
 /// One message's new visibility.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,16 +47,6 @@ pub struct Delay {
     pub class: RetryClass,
     /// Seconds until it is visible again.
     pub visibility_secs: u64,
-}
-
-/// How many visibility changes SQS confirmed, and how many it did not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VisibilityTally {
-    /// Messages whose visibility was set.
-    pub changed: u64,
-    /// Messages whose visibility could not be set (they come back after
-    /// the queue's visibility timeout).
-    pub failed: u64,
 }
 
 /// The queue URL of an SQS queue ARN, or `None` if it is not one.
