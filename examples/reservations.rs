@@ -100,6 +100,7 @@ impl From<Unsettled> for ReservationOutcome {
 
 impl Verdict for ReservationOutcome {
     type Failure = StoreError;
+    const LABELS: &'static [&'static str] = &["Applied", "Duplicate", "Early", "Rejected"];
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
             ReservationOutcome::Unsettled(u) => Some(u),
@@ -164,7 +165,11 @@ impl Handler for ReservationHandler {
         )
     }
 
-    async fn apply(&self, r: &Reservation, _cx: &BatchContext) -> ReservationOutcome {
+    async fn apply(
+        &self,
+        r: &Reservation,
+        _cx: &BatchContext,
+    ) -> Result<ReservationOutcome, StoreError> {
         let mut update = self
             .client
             .update_item()
@@ -184,7 +189,7 @@ impl Handler for ReservationHandler {
             // `parse` gives every request its stock.
             (Kind::Requested, None) => {
                 let sku = ParseError::MissingField { path: "sku".into() };
-                return ReservationOutcome::invalid(sku);
+                return Ok(ReservationOutcome::invalid(sku));
             }
             (Kind::Confirmed, _) => {
                 update.expression_attribute_values(":requested", s("REQUESTED"))
@@ -193,14 +198,15 @@ impl Handler for ReservationHandler {
                 .expression_attribute_values(":requested", s("REQUESTED"))
                 .expression_attribute_values(":confirmed", s("CONFIRMED")),
         };
-        match send_conditional(update).await {
-            Ok(Conditional::Committed) => ReservationOutcome::Applied,
-            Ok(Conditional::Refused(item)) => {
+        // A failure DynamoDB did not confirm goes back as `?`: the batch
+        // reports it as Failed.
+        Ok(match send_conditional(update).await? {
+            Conditional::Committed => ReservationOutcome::Applied,
+            Conditional::Refused(item) => {
                 let status = item.as_ref().and_then(|i| i.get("status")?.as_s().ok());
                 classify(r.kind, status.map(String::as_str))
             }
-            Err(e) => ReservationOutcome::failed(e),
-        }
+        })
     }
 }
 

@@ -194,6 +194,8 @@ impl std::fmt::Display for LedgerOutcome {
 
 impl Verdict for LedgerOutcome {
     type Failure = StoreError;
+    const LABELS: &'static [&'static str] =
+        &["Applied", "Duplicate", "Early", "Suspended", "Conflict"];
 
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {

@@ -35,7 +35,7 @@ use event::{Movement, parse_body};
 use lambda_idempotency::Unsettled;
 use lambda_idempotency::config::{ConfigError, Settings, required};
 use lambda_idempotency::wire::ParseError;
-use lambda_idempotency::{BatchContext, Handler};
+use lambda_idempotency::{BatchContext, Handler, StoreError};
 use lambda_idempotency::{BuildError, Function};
 use store::{LedgerStore, Parked, Txn};
 
@@ -97,7 +97,20 @@ impl Handler for LedgerHandler {
         )
     }
 
-    async fn apply(&self, ev: &LedgerEvent, _cx: &BatchContext) -> LedgerOutcome {
+    async fn apply(
+        &self,
+        ev: &LedgerEvent,
+        _cx: &BatchContext,
+    ) -> Result<LedgerOutcome, StoreError> {
+        // The verdict carries its own failures (`Unsettled::Failed`), as
+        // it always did; the `Err` path is there for handlers using `?`.
+        Ok(self.verdict(ev, _cx).await)
+    }
+}
+
+impl LedgerHandler {
+    /// One record's verdict ([`Handler::apply`]).
+    async fn verdict(&self, ev: &LedgerEvent, _cx: &BatchContext) -> LedgerOutcome {
         let reason = match self.store.apply(ev).await {
             Ok(Txn::Committed) => return LedgerOutcome::Applied,
             Ok(Txn::Cancelled(c)) => match domain::classify_cancellation(ev, &c) {

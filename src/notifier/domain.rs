@@ -313,6 +313,16 @@ impl fmt::Display for NotifyOutcome {
 
 impl Verdict for NotifyOutcome {
     type Failure = NotifyError;
+    const LABELS: &'static [&'static str] = &[
+        "Sent",
+        "AlreadySent",
+        "NothingToSend",
+        "Rejected",
+        "AlreadyRejected",
+        "Busy",
+        "Unreadable",
+        "AlreadyUnreadable",
+    ];
 
     fn unsettled(&self) -> Option<&Unsettled<NotifyError>> {
         match self {

@@ -164,7 +164,16 @@ impl Handler for NotifierHandler {
         }
     }
 
-    async fn apply(&self, read: &Read, cx: &BatchContext) -> NotifyOutcome {
+    async fn apply(&self, read: &Read, cx: &BatchContext) -> Result<NotifyOutcome, NotifyError> {
+        // The verdict carries its own failures (`Unsettled::Failed`), as
+        // it always did; the `Err` path is there for handlers using `?`.
+        Ok(self.verdict(read, cx).await)
+    }
+}
+
+impl NotifierHandler {
+    /// One record's verdict ([`Handler::apply`]).
+    async fn verdict(&self, read: &Read, cx: &BatchContext) -> NotifyOutcome {
         let change = match read {
             Read::Change(change) => change,
             Read::Unreadable(u) => return self.record_unreadable(u).await,

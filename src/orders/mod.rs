@@ -122,7 +122,16 @@ impl Handler for OrderHandler {
         Some(settled)
     }
 
-    async fn apply(&self, ev: &OrderEvent, cx: &BatchContext) -> Outcome {
+    async fn apply(&self, ev: &OrderEvent, cx: &BatchContext) -> Result<Outcome, StoreError> {
+        // The verdict carries its own failures (`Unsettled::Failed`), as
+        // it always did; the `Err` path is there for handlers using `?`.
+        Ok(self.verdict(ev, cx).await)
+    }
+}
+
+impl OrderHandler {
+    /// One record's verdict ([`Handler::apply`]).
+    async fn verdict(&self, ev: &OrderEvent, cx: &BatchContext) -> Outcome {
         if self.cache.capacity() > 0 {
             cx.cache_misses
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -157,6 +166,14 @@ impl Handler for OrderHandler {
 
 impl Verdict for Outcome {
     type Failure = StoreError;
+    const LABELS: &'static [&'static str] = &[
+        "Applied",
+        "Duplicate",
+        "Stale",
+        "Rejected",
+        "Early",
+        "Conflict",
+    ];
 
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {

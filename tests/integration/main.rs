@@ -6,6 +6,7 @@ mod api;
 mod batches;
 mod cache;
 mod faults;
+mod labels;
 mod ledger;
 mod logs;
 mod notifier;

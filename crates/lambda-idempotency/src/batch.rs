@@ -28,7 +28,7 @@ use tracing::{Instrument, Level, Span};
 use crate::config::BatchSettings;
 use crate::error::StoreError;
 use crate::metrics::{OutcomeCounts, VisibilityTally};
-use crate::outcome::{self, Skip, Verdict};
+use crate::outcome::{self, Skip, Unsettled, Verdict};
 use crate::records::BatchRecord;
 use crate::wire::ParseError;
 
@@ -57,12 +57,15 @@ pub trait Handler: Sync {
     fn settle_without_io(&self, _event: &Self::Event, _cx: &BatchContext) -> Option<Self::Outcome> {
         None
     }
-    /// Apply one record. The batch cuts it off at [`BatchContext::cutoff`].
+    /// Apply one record: its verdict, or the dependency failure that kept
+    /// it from one (so `?` works on [`StoreError`] and on the consumer's
+    /// own failure type; the batch reports it as `Unsettled::Failed`). The
+    /// batch cuts it off at [`BatchContext::cutoff`].
     fn apply(
         &self,
         event: &Self::Event,
         cx: &BatchContext,
-    ) -> impl Future<Output = Self::Outcome> + Send;
+    ) -> impl Future<Output = Result<Self::Outcome, <Self::Outcome as Verdict>::Failure>> + Send;
 }
 
 /// Per-batch context handed to the handler.
@@ -415,9 +418,11 @@ impl<H: Handler> GroupRun<'_, H> {
         // Past the cutoff we stop waiting; a write may still commit, which is
         // fine: the record is reported failed, and its redelivery finds the
         // effect committed (a duplicate).
-        tokio::time::timeout_at(self.cx.cutoff, self.handler.apply(ev, &self.cx))
-            .await
-            .unwrap_or_else(|_elapsed| H::Outcome::failed(StoreError::DeadlineExceeded))
+        match tokio::time::timeout_at(self.cx.cutoff, self.handler.apply(ev, &self.cx)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(failure)) => Unsettled::Failed(failure).into(),
+            Err(_elapsed) => H::Outcome::failed(StoreError::DeadlineExceeded),
+        }
     }
 }
 

@@ -78,7 +78,7 @@ pub use function::{
     BuildError, ColdStart, Function, FunctionBuilder, emit_metrics, invocation_span,
 };
 pub use metrics::{OutcomeCounts, VisibilityTally};
-pub use outcome::{Failure, Skip, UNSETTLED_VARIANT, Unsettled, Verdict, labels};
+pub use outcome::{Failure, Skip, Unsettled, Verdict, labels};
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 pub use records::SqsInput;

@@ -336,15 +336,17 @@ mod tests {
         }
     }
 
-    #[derive(
-        Debug, Clone, PartialEq, strum::IntoStaticStr, strum::VariantNames, strum::Display,
-    )]
+    #[derive(Debug, Clone, PartialEq)]
     enum Toy {
         Done,
         Early,
         Conflict,
-        #[strum(transparent)]
         Unsettled(Unsettled),
+    }
+    impl std::fmt::Display for Toy {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.label())
+        }
     }
     impl From<Unsettled> for Toy {
         fn from(u: Unsettled) -> Self {
@@ -353,6 +355,7 @@ mod tests {
     }
     impl Verdict for Toy {
         type Failure = crate::error::StoreError;
+        const LABELS: &'static [&'static str] = &["Done", "Early", "Conflict"];
         fn unsettled(&self) -> Option<&Unsettled> {
             match self {
                 Toy::Unsettled(u) => Some(u),
@@ -363,7 +366,12 @@ mod tests {
             matches!(self, Toy::Done)
         }
         fn label(&self) -> &'static str {
-            self.into()
+            match self {
+                Toy::Done => "Done",
+                Toy::Early => "Early",
+                Toy::Conflict => "Conflict",
+                Toy::Unsettled(u) => u.label(),
+            }
         }
         fn level(&self) -> tracing::Level {
             tracing::Level::INFO
