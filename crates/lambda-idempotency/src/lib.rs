@@ -40,6 +40,121 @@
 //! visibility back-off), `dynamodb-streams` (stream records and their
 //! response), `dynamodb` (the `dynamo` helpers and
 //! `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
+//!
+//! # Example
+//!
+//! A consumer is a [`Handler`] (how a record is parsed, grouped and
+//! applied) and a [`Verdict`] (what happened to one record). This toy
+//! handler writes nowhere; [`process`] runs one SQS batch through it and
+//! the partial-batch answer lists the record to retry.
+//!
+//! ```
+//! # #[cfg(feature = "sqs")]
+//! # {
+//! use std::fmt;
+//! use std::time::Duration;
+//!
+//! use lambda_idempotency::tracing::{Level, Span};
+//! use lambda_idempotency::{
+//!     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, SqsEvent, SqsMessage,
+//!     StoreError, Unsettled, Verdict, process,
+//! };
+//!
+//! /// The toy's verdicts, and the shared outcomes.
+//! #[derive(Debug, Clone, PartialEq)]
+//! enum Greeting {
+//!     Greeted,
+//!     Unsettled(Unsettled),
+//! }
+//!
+//! impl From<Unsettled> for Greeting {
+//!     fn from(u: Unsettled) -> Self {
+//!         Greeting::Unsettled(u)
+//!     }
+//! }
+//!
+//! impl fmt::Display for Greeting {
+//!     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+//!         f.write_str(self.label())
+//!     }
+//! }
+//!
+//! impl Verdict for Greeting {
+//!     type Failure = StoreError;
+//!     const LABELS: &'static [&'static str] = &["Greeted"];
+//!     fn unsettled(&self) -> Option<&Unsettled> {
+//!         match self {
+//!             Greeting::Unsettled(u) => Some(u),
+//!             Greeting::Greeted => None,
+//!         }
+//!     }
+//!     fn acknowledge(&self) -> bool {
+//!         matches!(self, Greeting::Greeted)
+//!     }
+//!     fn label(&self) -> &'static str {
+//!         match self {
+//!             Greeting::Greeted => "Greeted",
+//!             Greeting::Unsettled(u) => u.label(),
+//!         }
+//!     }
+//!     fn level(&self) -> Level {
+//!         match self {
+//!             Greeting::Greeted => Level::INFO,
+//!             Greeting::Unsettled(u) => u.level(),
+//!         }
+//!     }
+//! }
+//!
+//! /// A body is a name; every name is its own group.
+//! struct Greeter;
+//!
+//! impl Handler for Greeter {
+//!     type Record = SqsMessage;
+//!     type Event = String;
+//!     type Outcome = Greeting;
+//!
+//!     fn parse(&self, record: &SqsMessage) -> Result<String, ParseError> {
+//!         match record.body.as_deref() {
+//!             Some(name) if !name.is_empty() => Ok(name.to_owned()),
+//!             _ => Err(ParseError::MissingBody),
+//!         }
+//!     }
+//!     fn key(&self, name: &String) -> String {
+//!         name.clone()
+//!     }
+//!     fn rank(&self, _name: &String) -> u64 {
+//!         0
+//!     }
+//!     fn span(&self, _record_id: &str, _name: Option<&String>) -> Span {
+//!         Span::none()
+//!     }
+//!     async fn apply(&self, _name: &String, _cx: &BatchContext) -> Result<Greeting, StoreError> {
+//!         // A real handler writes here, and `?` turns a StoreError into
+//!         // the shared Failed outcome.
+//!         Ok(Greeting::Greeted)
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let mut event = SqsEvent::default();
+//! for (id, body) in [("m1", "Ada"), ("m2", ""), ("m3", "Grace")] {
+//!     let mut message = SqsMessage::default();
+//!     message.message_id = Some(id.into());
+//!     message.body = Some(body.into());
+//!     event.records.push(message);
+//! }
+//! let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+//! let report = process(&Greeter, BatchSettings::default(), event.records(), deadline).await;
+//! assert_eq!(report.counts().get("Greeted"), 2);
+//! assert_eq!(report.counts().get("Invalid"), 1);
+//!
+//! // The partial-batch answer: only the invalid record goes back.
+//! let answer = SqsEvent::response(report.failures().unwrap());
+//! assert_eq!(answer.batch_item_failures.len(), 1);
+//! assert_eq!(answer.batch_item_failures[0].item_identifier, "m2");
+//! # });
+//! # }
+//! ```
 
 // What adopters build on: every public item says what it is for.
 #![deny(missing_docs)]
@@ -105,3 +220,6 @@ pub use aws_lambda_events::event::{
 /// The Lambda runtime the functions run on (its `Error`, `Context`,
 /// `LambdaEvent`), re-exported so adopters use the same version.
 pub use lambda_runtime;
+/// The logging facade the spans and levels of [`Handler`] and [`Verdict`]
+/// come from.
+pub use tracing;

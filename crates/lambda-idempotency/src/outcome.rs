@@ -176,7 +176,7 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::
         matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
     }
     /// How soon the message should come back if it is not acknowledged
-    /// (see [`crate::backoff`]). The shared outcomes are classified
+    /// (see [`BackoffPolicy`](crate::BackoffPolicy)). The shared outcomes are classified
     /// here; the consumer's own through [`Verdict::own_retry_class`].
     fn retry_class(&self) -> RetryClass {
         match self.unsettled() {
