@@ -311,3 +311,109 @@ pub fn emit_metrics<O: Verdict>(
         &extra,
     ));
 }
+
+#[cfg(all(test, feature = "sqs"))]
+mod tests {
+    use super::*;
+    use crate::batch::BatchContext;
+    use crate::error::StoreError;
+    use crate::outcome::Unsettled;
+    use crate::wire::ParseError;
+    use aws_lambda_events::event::sqs::SqsMessage;
+
+    #[derive(Debug, Clone)]
+    struct Done;
+
+    impl From<Unsettled> for Done {
+        fn from(_: Unsettled) -> Self {
+            Done
+        }
+    }
+
+    impl std::fmt::Display for Done {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Done")
+        }
+    }
+
+    impl Verdict for Done {
+        type Failure = StoreError;
+        const LABELS: &'static [&'static str] = &["Done"];
+        fn unsettled(&self) -> Option<&Unsettled> {
+            None
+        }
+        fn acknowledge(&self) -> bool {
+            true
+        }
+        fn label(&self) -> &'static str {
+            "Done"
+        }
+        fn level(&self) -> tracing::Level {
+            tracing::Level::INFO
+        }
+    }
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        type Record = SqsMessage;
+        type Event = ();
+        type Outcome = Done;
+        fn parse(&self, _: &SqsMessage) -> Result<(), ParseError> {
+            Ok(())
+        }
+        fn key(&self, _: &()) -> String {
+            String::new()
+        }
+        fn rank(&self, _: &()) -> u64 {
+            0
+        }
+        fn span(&self, _: &str, _: Option<&()>) -> tracing::Span {
+            tracing::Span::none()
+        }
+        async fn apply(&self, _: &(), _: &BatchContext) -> Result<Done, StoreError> {
+            Ok(Done)
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings::from_lookup(&|_: &str| None, "Ns", "fn").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_builder_validates_the_name_and_needs_settings() {
+        for bad in [
+            "",
+            "1st",
+            "Order-Consumer",
+            "Orders.Consumer",
+            &"x".repeat(65),
+        ] {
+            assert_eq!(
+                Function::builder(Nothing).name(bad).err(),
+                Some(BuildError::InvalidName),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            Function::builder(Nothing)
+                .settings(settings())
+                .build()
+                .err(),
+            Some(BuildError::MissingName)
+        );
+        let unset = Function::builder(Nothing)
+            .name("Orders")
+            .map(FunctionBuilder::build);
+        assert!(matches!(unset, Ok(Err(BuildError::MissingSettings))));
+        let built = Function::builder(Nothing)
+            .name("Orders2")
+            .map(|b| b.settings(settings()).build());
+        let Ok(Ok(function)) = built else {
+            panic!("a valid function must build");
+        };
+        assert_eq!(function.error_prefix, "Orders2");
+        assert_eq!(function.settings(), BatchSettings::default());
+        assert!(function.redelivery.is_none());
+    }
+}
