@@ -267,6 +267,19 @@ fn batch_of(bodies: &[String]) -> SqsEvent {
 mod tests {
     use super::*;
 
+    /// Every label a verdict can return is listed for the metrics: the
+    /// variants' names (strum's, the label), less the shared outcomes'
+    /// wrapper, are exactly `LABELS`.
+    #[test]
+    fn labels_cover_every_verdict() {
+        let own: Vec<&str> = <ReservationOutcome as strum::VariantNames>::VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| *v != "Unsettled")
+            .collect();
+        assert_eq!(ReservationOutcome::LABELS, own.as_slice());
+    }
+
     async fn run(f: &Function<ReservationHandler>, bodies: &[String]) -> Vec<&'static str> {
         let (report, _) = f
             .handle_batch(&batch_of(bodies), testing::far_deadline())
