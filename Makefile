@@ -145,9 +145,10 @@ deploy: $(CARGO_LAMBDA) ## validate, check parameters, sam build, sam deploy (--
 fmt: ## Format the code
 	cargo fmt
 
-lint: ## rustfmt check + clippy with warnings as errors
+lint: ## rustfmt check + clippy with warnings as errors + no import cycles among the crates' modules
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/check_module_cycles.py
 
 check-removal: ## Prove each function under functions/ can be removed: the workspace checks without its folder and members line
 	bash scripts/check-removal.sh

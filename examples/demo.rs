@@ -40,7 +40,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("created table `{TABLE}`\n");
 
     let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
-    let consumer = order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config);
+    let consumer =
+        order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config)?;
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events");
     let mismatches = run_scenarios(

@@ -7,15 +7,15 @@
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
-use lambda_idempotency::batch::{BatchContext, Handler};
-use lambda_idempotency::config::Runtime;
+use lambda_idempotency::Function;
+use lambda_idempotency::Settings;
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::function::Function;
-use lambda_idempotency::outcome::{Unsettled, Verdict};
 use lambda_idempotency::wire::{
     Id, ParseError, as_object, parse_wrapped, req_id, req_str, req_u64,
 };
+use lambda_idempotency::{BatchContext, Handler};
+use lambda_idempotency::{Unsettled, Verdict};
 use order_consumer::testing;
 use tracing::{Level, Span, field};
 
@@ -100,6 +100,7 @@ impl From<Unsettled> for ReservationOutcome {
 
 impl Verdict for ReservationOutcome {
     type Failure = StoreError;
+    const LABELS: &'static [&'static str] = &["Applied", "Duplicate", "Early", "Rejected"];
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
             ReservationOutcome::Unsettled(u) => Some(u),
@@ -164,7 +165,11 @@ impl Handler for ReservationHandler {
         )
     }
 
-    async fn apply(&self, r: &Reservation, _cx: &BatchContext) -> ReservationOutcome {
+    async fn apply(
+        &self,
+        r: &Reservation,
+        _cx: &BatchContext,
+    ) -> Result<ReservationOutcome, StoreError> {
         let mut update = self
             .client
             .update_item()
@@ -184,7 +189,7 @@ impl Handler for ReservationHandler {
             // `parse` gives every request its stock.
             (Kind::Requested, None) => {
                 let sku = ParseError::MissingField { path: "sku".into() };
-                return ReservationOutcome::invalid(sku);
+                return Ok(ReservationOutcome::invalid(sku));
             }
             (Kind::Confirmed, _) => {
                 update.expression_attribute_values(":requested", s("REQUESTED"))
@@ -193,27 +198,31 @@ impl Handler for ReservationHandler {
                 .expression_attribute_values(":requested", s("REQUESTED"))
                 .expression_attribute_values(":confirmed", s("CONFIRMED")),
         };
-        match send_conditional(update).await {
-            Ok(Conditional::Committed) => ReservationOutcome::Applied,
-            Ok(Conditional::Refused(item)) => {
+        // A failure DynamoDB did not confirm goes back as `?`: the batch
+        // reports it as Failed.
+        Ok(match send_conditional(update).await? {
+            Conditional::Committed => ReservationOutcome::Applied,
+            Conditional::Refused(item) => {
                 let status = item.as_ref().and_then(|i| i.get("status")?.as_s().ok());
                 classify(r.kind, status.map(String::as_str))
             }
-            Err(e) => ReservationOutcome::failed(e),
-        }
+        })
     }
 }
 
 /// The Lambda function: the handler plus the core's shared settings.
 pub fn function(client: aws_sdk_dynamodb::Client, table: &str) -> Function<ReservationHandler> {
     let env = |k: &str| std::env::var(k).ok();
-    let runtime = Runtime::from_lookup(&env, "Reservations", "reservations")
+    let runtime = Settings::from_lookup(&env, "Reservations", "reservations")
         .unwrap_or_else(|e| panic!("configuration: {e}"));
     let handler = ReservationHandler {
         client,
         table: table.to_owned(),
     };
-    Function::with_handler(handler, runtime, "Reservations")
+    Function::builder(handler)
+        .name("Reservations")
+        .and_then(|b| b.settings(runtime).build())
+        .unwrap_or_else(|e| panic!("building the function: {e}"))
 }
 
 /// Run one batch, as Lambda would, against a local DynamoDB, and print
@@ -257,6 +266,19 @@ fn batch_of(bodies: &[String]) -> SqsEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every label a verdict can return is listed for the metrics: the
+    /// variants' names (strum's, the label), less the shared outcomes'
+    /// wrapper, are exactly `LABELS`.
+    #[test]
+    fn labels_cover_every_verdict() {
+        let own: Vec<&str> = <ReservationOutcome as strum::VariantNames>::VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| *v != "Unsettled")
+            .collect();
+        assert_eq!(ReservationOutcome::LABELS, own.as_slice());
+    }
 
     async fn run(f: &Function<ReservationHandler>, bodies: &[String]) -> Vec<&'static str> {
         let (report, _) = f

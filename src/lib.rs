@@ -17,7 +17,7 @@
 //! A consumer has the same parts wherever it lives: `event` or parsing (the
 //! contract), `domain` (pure classification), `store` (its DynamoDB
 //! adapter), and in `mod.rs` (a member's `lib.rs`) its
-//! [`lambda_idempotency::batch::Handler`], its configuration and its Lambda
+//! [`lambda_idempotency::Handler`], its configuration and its Lambda
 //! function. This package's binary is in `src/bin/`.
 
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics.rs).

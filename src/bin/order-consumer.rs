@@ -1,9 +1,8 @@
 //! Lambda bootstrap: configuration, telemetry and the DynamoDB client are set
 //! up once per cold start; each invocation only runs the batch.
 
-use lambda_idempotency::bootstrap;
-use order_consumer::orders::OrderConfig;
-use order_consumer::orders::store::OrderStore;
+use lambda_idempotency::{Function, bootstrap};
+use order_consumer::orders::{self, OrderConfig, OrderHandler, store::OrderStore};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -12,12 +11,12 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config = bootstrap::config(OrderConfig::from_env()).await?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
-    let redelivery = bootstrap::redelivery(&config.runtime).await;
-    let consumer = order_consumer::orders::function(
-        OrderStore::new(client, config.table_name.clone()),
-        config,
-    )
-    .with_redelivery(redelivery);
-
-    consumer.serve().await
+    let store = OrderStore::new(client, config.table_name.clone());
+    Function::builder(OrderHandler::from_config(store, &config))
+        .name(orders::NAME)?
+        .redelivery(bootstrap::redelivery(&config.runtime).await)
+        .settings(config.runtime)
+        .build()?
+        .serve()
+        .await
 }

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use crate::orders::event::{EventKind, OrderEvent};
-use lambda_idempotency::error::StoreError;
+use lambda_idempotency::StoreError;
 
 /// An order's status as stored in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, strum::VariantArray)]
@@ -187,7 +187,7 @@ pub enum ConflictKind {
     ChangedPayload,
 }
 
-use lambda_idempotency::outcome::Unsettled;
+use lambda_idempotency::Unsettled;
 
 /// What happened to one record. Every record gets exactly one.
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
@@ -377,7 +377,7 @@ fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
 mod tests {
     use super::*;
     use crate::orders::event::parse_body;
-    use lambda_idempotency::outcome::Skip;
+    use lambda_idempotency::Skip;
     use lambda_idempotency::wire::ParseError;
 
     fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {

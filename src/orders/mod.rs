@@ -22,14 +22,16 @@ use tracing::{Level, Span, field};
 use cache::{Committed, DedupeCache};
 use domain::{OrderSnapshot, Outcome, classify_refusal};
 use event::{OrderEvent, ParseError, parse_body};
-use lambda_idempotency::backoff::RetryClass;
-use lambda_idempotency::batch::{BatchContext, Handler};
-use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::function::Function;
-use lambda_idempotency::outcome::{Unsettled, Verdict};
+use lambda_idempotency::RetryClass;
+use lambda_idempotency::StoreError;
+use lambda_idempotency::config::{ConfigError, Settings, parse_in, required};
+use lambda_idempotency::{BatchContext, Handler};
+use lambda_idempotency::{BuildError, Function};
+use lambda_idempotency::{Unsettled, Verdict};
 use store::{OrderStore, Write};
 
+/// The function's name in its invocation errors (`OrderConsumer.<case>`).
+pub const NAME: &str = "OrderConsumer";
 pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderConsumer";
 pub const DEFAULT_DEDUPE_CACHE_SIZE: usize = 10_000;
 
@@ -45,6 +47,12 @@ pub struct OrderHandler {
 impl OrderHandler {
     pub fn new(store: OrderStore, cache: DedupeCache) -> Self {
         OrderHandler { store, cache }
+    }
+
+    /// The handler over `store`, with the cache `config` sizes.
+    pub fn from_config(store: OrderStore, config: &OrderConfig) -> Self {
+        let cache = DedupeCache::new(config.dedupe_cache_size, config.dedupe_cache_max_bytes);
+        OrderHandler::new(store, cache)
     }
 
     pub fn cache(&self) -> &DedupeCache {
@@ -114,7 +122,16 @@ impl Handler for OrderHandler {
         Some(settled)
     }
 
-    async fn apply(&self, ev: &OrderEvent, cx: &BatchContext) -> Outcome {
+    async fn apply(&self, ev: &OrderEvent, cx: &BatchContext) -> Result<Outcome, StoreError> {
+        // The verdict carries its own failures (`Unsettled::Failed`), as
+        // it always did; the `Err` path is there for handlers using `?`.
+        Ok(self.verdict(ev, cx).await)
+    }
+}
+
+impl OrderHandler {
+    /// One record's verdict ([`Handler::apply`]).
+    async fn verdict(&self, ev: &OrderEvent, cx: &BatchContext) -> Outcome {
         if self.cache.capacity() > 0 {
             cx.cache_misses
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -149,6 +166,14 @@ impl Handler for OrderHandler {
 
 impl Verdict for Outcome {
     type Failure = StoreError;
+    const LABELS: &'static [&'static str] = &[
+        "Applied",
+        "Duplicate",
+        "Stale",
+        "Rejected",
+        "Early",
+        "Conflict",
+    ];
 
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
@@ -205,7 +230,7 @@ pub struct OrderConfig {
     pub dedupe_cache_max_bytes: usize,
     /// `MAX_CONCURRENCY`, `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default
     /// `OrderConsumer`).
-    pub runtime: Runtime,
+    pub runtime: Settings,
 }
 
 impl OrderConfig {
@@ -240,7 +265,7 @@ impl OrderConfig {
             table_name,
             dedupe_cache_size,
             dedupe_cache_max_bytes,
-            runtime: Runtime::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-consumer")?,
+            runtime: Settings::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-consumer")?,
         })
     }
 }
@@ -250,13 +275,11 @@ impl OrderConfig {
 pub type OrderFunction = Function<OrderHandler>;
 
 /// The `order-consumer` function over `store`, configured by `config`.
-pub fn function(store: OrderStore, config: OrderConfig) -> OrderFunction {
-    let cache = DedupeCache::new(config.dedupe_cache_size, config.dedupe_cache_max_bytes);
-    Function::with_handler(
-        OrderHandler::new(store, cache),
-        config.runtime,
-        "OrderConsumer",
-    )
+pub fn function(store: OrderStore, config: OrderConfig) -> Result<OrderFunction, BuildError> {
+    Function::builder(OrderHandler::from_config(store, &config))
+        .name(NAME)?
+        .settings(config.runtime)
+        .build()
 }
 
 #[cfg(test)]
@@ -368,11 +391,11 @@ mod batch_tests {
     use crate::orders::domain::{ConflictKind, Status};
     use crate::orders::event::EventKind;
     use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-    use lambda_idempotency::batch::{
+    use lambda_idempotency::BatchEvent;
+    use lambda_idempotency::Skip;
+    use lambda_idempotency::{
         BatchError, BatchReport, RecordReport, Starved, deadline_from_epoch_ms,
     };
-    use lambda_idempotency::outcome::Skip;
-    use lambda_idempotency::records::BatchEvent;
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     use tokio::time::Instant;
 
@@ -548,7 +571,7 @@ mod retry_tests {
     use super::*;
     use crate::orders::domain::ConflictKind;
     use crate::orders::event::EventKind;
-    use lambda_idempotency::outcome::Skip;
+    use lambda_idempotency::Skip;
 
     #[test]
     fn every_unacknowledged_outcome_has_its_retry_class() {

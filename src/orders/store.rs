@@ -21,8 +21,8 @@ use crate::orders::domain::{
     processed_entry_with, window_after,
 };
 use crate::orders::event::{OrderEvent, Payload};
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Conditional, from_item, n, s, send_conditional, store_error};
-use lambda_idempotency::error::StoreError;
 use lambda_idempotency::time::rfc3339;
 
 /// The table's hash key.

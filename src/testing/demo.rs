@@ -9,9 +9,9 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use lambda_idempotency::batch::{BatchError, BatchReport};
-use lambda_idempotency::outcome::Verdict;
-use lambda_idempotency::records::{SqsInput, StrictInput};
+use lambda_idempotency::Verdict;
+use lambda_idempotency::{BatchError, BatchReport};
+use lambda_idempotency::{SqsInput, StrictInput};
 use serde::Deserialize;
 
 /// One sample event file and the outcome expected of each record.

@@ -37,7 +37,7 @@ use crate::orders::store::OrderStore;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::batch::BatchReport;
+use lambda_idempotency::BatchReport;
 use serde_json::{Value, json};
 
 pub struct TestDb {
@@ -244,7 +244,7 @@ pub fn consumer_with(store: OrderStore, env: &[(&str, &str)]) -> OrderFunction {
     vars.entry("TABLE_NAME".into())
         .or_insert_with(|| store.table().to_owned());
     let config = OrderConfig::from_lookup(|k| vars.get(k).cloned()).expect("valid test config");
-    crate::orders::function(store, config)
+    crate::orders::function(store, config).expect("the order consumer builds")
 }
 
 pub fn s(item: &HashMap<String, AttributeValue>, key: &str) -> String {

@@ -2,7 +2,7 @@
 //! from template.yaml; the production adapters never create one.
 
 use aws_sdk_dynamodb::Client;
-use lambda_idempotency::error::StoreError;
+use lambda_idempotency::StoreError;
 use lambda_idempotency_testing::tables::{create_streamed_table, create_table};
 
 /// The orders table (hash key `order_id`), as template.yaml creates it.

@@ -1,8 +1,8 @@
 //! Whole-batch behaviour: ordering, wrappers, FIFO groups, concurrency.
 
 use futures_util::future::join_all;
-use lambda_idempotency::batch::BatchError;
-use lambda_idempotency::outcome::{Skip, Unsettled};
+use lambda_idempotency::BatchError;
+use lambda_idempotency::{Skip, Unsettled};
 use order_consumer::orders::domain::Outcome;
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 //! duplicate the warm container has seen costs none, and the cache never
 //! settles anything DynamoDB has not confirmed.
 
-use lambda_idempotency::outcome::Unsettled;
+use lambda_idempotency::Unsettled;
 use order_consumer::orders::domain::Outcome;
 use serde_json::Value;
 

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use lambda_idempotency::batch::BatchError;
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::outcome::{Skip, Unsettled};
+use lambda_idempotency::BatchError;
+use lambda_idempotency::StoreError;
+use lambda_idempotency::{Skip, Unsettled};
 use order_consumer::orders::domain::Outcome;
 use order_consumer::orders::store::OrderStore;
 use order_consumer::testing::proxy::{Fault, FaultProxy};

@@ -12,6 +12,7 @@ mod sample_files;
 mod batches;
 mod cache;
 mod faults;
+mod labels;
 mod logs;
 #[cfg(feature = "otel")]
 mod otel;

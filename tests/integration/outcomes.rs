@@ -1,7 +1,7 @@
 //! One test per outcome row, against a real DynamoDB-compatible server.
 
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::outcome::Unsettled;
+use lambda_idempotency::StoreError;
+use lambda_idempotency::Unsettled;
 use order_consumer::orders::domain::{ConflictKind, Outcome, Status};
 use order_consumer::orders::event::{EventKind, ParseError};
 use serde_json::json;
@@ -416,7 +416,7 @@ async fn missing_table_fails_the_invocation() {
     );
     assert_eq!(
         response.unwrap_err(),
-        lambda_idempotency::batch::BatchError::Outage(2)
+        lambda_idempotency::BatchError::Outage(2)
     );
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use lambda_idempotency::backoff::BackoffPolicy;
+use lambda_idempotency::BackoffPolicy;
 use lambda_idempotency::redelivery::Redelivery;
 use order_consumer::orders::OrderFunction;
 use order_consumer::testing::sqs_endpoint::{Mode, SqsEndpoint};

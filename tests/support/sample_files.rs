@@ -4,7 +4,7 @@
 //! reader the functions use.
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use lambda_idempotency::records::{SqsInput, StrictInput};
+use lambda_idempotency::{SqsInput, StrictInput};
 use serde::Deserialize;
 
 /// One sample event file and the outcome of each of its records, in order.

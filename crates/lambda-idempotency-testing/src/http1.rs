@@ -1,6 +1,6 @@
 //! Just enough HTTP/1.1 for the local servers of the test support: the
-//! Runtime API emulator ([`super::runtime_api`]), the fault proxy
-//! ([`super::proxy`]), the notification provider ([`super::provider`]) and
+//! Runtime API emulator (`runtime_api`), the fault proxy (`proxy`), the
+//! notification provider (`provider`): the modules above this one) and
 //! the tests' own small fakes (SSM). One reader for all of them, so that
 //! keep-alive, chunked bodies and the bounds are handled once, and correctly,
 //! instead of by a copy per server that each get a little wrong.

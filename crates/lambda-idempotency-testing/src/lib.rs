@@ -14,6 +14,7 @@
 //! - [`sqs_endpoint`]: an SQS endpoint that records visibility changes.
 //! - [`proxy`]: a fault-injecting proxy that is also a faulty DynamoDB.
 //! - [`provider`]: a local webhook receiver.
+//! - [`labels`]: a verdict's metric labels checked against its variants.
 //! - [`http1`]: the one HTTP/1.1 reader these local servers share.
 //! - [`rng`]: a seeded RNG, so a failing seed replays.
 
@@ -22,6 +23,7 @@
 
 pub mod dynamodb;
 pub mod http1;
+pub mod labels;
 pub mod provider;
 pub mod proxy;
 pub mod rng;
@@ -34,6 +36,7 @@ pub mod tables;
 pub use dynamodb::{
     RequestCounter, client_for, client_with, scan_all, serve_dynoxide, start_dynoxide, unique_name,
 };
+pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
 pub use tables::{create_streamed_table, create_table};
 

@@ -1,6 +1,6 @@
 //! A seeded random number generator for simulators and fault injection: the
 //! reliability suite's queue and workloads, and the fault proxy's decisions
-//! ([`super::proxy`]). Seeded, so that a proptest case, or a failing seed
+//! (the `proxy` module). Seeded, so that a proptest case, or a failing seed
 //! printed by a test, replays the very same decisions; in the library, so
 //! that the proxy and the tests draw from one implementation.
 

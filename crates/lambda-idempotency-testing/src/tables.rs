@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
     StreamSpecification, StreamViewType,
 };
 
-use lambda_idempotency::error::StoreError;
+use lambda_idempotency::StoreError;
 
 /// Create a table with a string hash key, on demand.
 pub async fn create_table(client: &Client, table: &str, key: &str) -> Result<(), StoreError> {

@@ -22,8 +22,6 @@
 
 use std::time::Duration;
 
-use crate::config::{ConfigError, parse_in};
-
 /// Why a message goes back, as far as its retry timing is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryClass {
@@ -59,7 +57,8 @@ impl Curve {
     }
 }
 
-/// The delays, per class. Read once per cold start.
+/// The delays, per class. Read once per cold start (from the environment:
+/// `BackoffPolicy::from_lookup`, in the `config` module).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BackoffPolicy {
     /// For [`RetryClass::Predecessor`].
@@ -100,41 +99,6 @@ impl Default for BackoffPolicy {
 }
 
 impl BackoffPolicy {
-    /// `BACKOFF_EARLY_BASE_SECS`, `BACKOFF_EARLY_CAP_SECS`,
-    /// `BACKOFF_FAILED_BASE_SECS`, `BACKOFF_FAILED_CAP_SECS` (0..=43200;
-    /// defaults in [`BackoffPolicy::default`]). A cap below its base is a
-    /// configuration error rather than a silent clamp.
-    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let d = BackoffPolicy::default();
-        let curve = |base_var, cap_var, default: Curve| -> Result<Curve, ConfigError> {
-            let range = 0..=MAX_VISIBILITY_SECS;
-            let base = parse_in(get, base_var, default.base.as_secs(), range.clone())?;
-            let cap = parse_in(get, cap_var, default.cap.as_secs(), range)?;
-            if cap < base {
-                return Err(ConfigError::Invalid {
-                    var: cap_var,
-                    reason: format!("must be at least {base_var}"),
-                });
-            }
-            Ok(Curve {
-                base: Duration::from_secs(base),
-                cap: Duration::from_secs(cap),
-            })
-        };
-        Ok(BackoffPolicy {
-            predecessor: curve(
-                "BACKOFF_EARLY_BASE_SECS",
-                "BACKOFF_EARLY_CAP_SECS",
-                d.predecessor,
-            )?,
-            dependency: curve(
-                "BACKOFF_FAILED_BASE_SECS",
-                "BACKOFF_FAILED_CAP_SECS",
-                d.dependency,
-            )?,
-        })
-    }
-
     fn curve(&self, class: RetryClass) -> Option<&Curve> {
         match class {
             RetryClass::Predecessor => Some(&self.predecessor),
@@ -257,6 +221,7 @@ impl BackoffPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ConfigError;
     use std::collections::HashMap;
 
     fn policy(env: &[(&str, &str)]) -> Result<BackoffPolicy, ConfigError> {

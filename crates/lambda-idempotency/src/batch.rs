@@ -25,25 +25,12 @@ use thiserror::Error;
 use tokio::time::Instant;
 use tracing::{Instrument, Level, Span};
 
+use crate::config::BatchSettings;
 use crate::error::StoreError;
-use crate::metrics::OutcomeCounts;
-use crate::outcome::{self, Skip, Verdict};
+use crate::metrics::{OutcomeCounts, VisibilityTally};
+use crate::outcome::{self, Skip, Unsettled, Verdict};
 use crate::records::BatchRecord;
-use crate::redelivery::VisibilityTally;
 use crate::wire::ParseError;
-
-/// How a batch is run (from the function's configuration).
-#[derive(Debug, Clone, Copy)]
-pub struct Settings {
-    /// Groups applied at once (one group's records are sequential).
-    pub max_concurrency: usize,
-    /// Time kept back before the invocation deadline.
-    pub deadline_margin: Duration,
-    /// The source queue's `maxReceiveCount`, if the function knows it. A
-    /// strictly ordered group's failed record on its last receive then does
-    /// not hold the group's later records back ([`holds_group_back`]).
-    pub max_receive_count: Option<u32>,
-}
 
 /// One consumer's record handling. Implemented by the order consumer, the
 /// payment ledger and the notifier; the batch machinery is generic over it.
@@ -70,12 +57,15 @@ pub trait Handler: Sync {
     fn settle_without_io(&self, _event: &Self::Event, _cx: &BatchContext) -> Option<Self::Outcome> {
         None
     }
-    /// Apply one record. The batch cuts it off at [`BatchContext::cutoff`].
+    /// Apply one record: its verdict, or the dependency failure that kept
+    /// it from one (so `?` works on [`StoreError`] and on the consumer's
+    /// own failure type; the batch reports it as `Unsettled::Failed`). The
+    /// batch cuts it off at [`BatchContext::cutoff`].
     fn apply(
         &self,
         event: &Self::Event,
         cx: &BatchContext,
-    ) -> impl Future<Output = Self::Outcome> + Send;
+    ) -> impl Future<Output = Result<Self::Outcome, <Self::Outcome as Verdict>::Failure>> + Send;
 }
 
 /// Per-batch context handed to the handler.
@@ -124,7 +114,7 @@ pub struct BatchReport<O> {
     /// Records that went to DynamoDB after a cache could not settle them.
     pub cache_misses: u64,
     /// The returned messages whose visibility was set, or could not be
-    /// ([`crate::redelivery`]); zero where nothing set it.
+    /// (the `redelivery` module, feature `sqs`); zero where nothing set it.
     pub visibility: VisibilityTally,
 }
 
@@ -253,7 +243,7 @@ impl<O: Verdict> BatchReport<O> {
 const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
 
 /// Lambda's deadline as epoch milliseconds, whatever the runtime API sent:
-/// a value below [`EPOCH_MS_FLOOR`] is read as milliseconds from now.
+/// a value below 10^12 (2001-09-09 in epoch milliseconds) is read as milliseconds from now.
 pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
     if deadline_ms < EPOCH_MS_FLOOR {
         tracing::warn!(
@@ -275,7 +265,7 @@ pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
 /// returns exactly one report per record.
 pub async fn process<H: Handler>(
     handler: &H,
-    settings: Settings,
+    settings: BatchSettings,
     records: &[H::Record],
     deadline: Instant,
 ) -> BatchReport<H::Outcome> {
@@ -382,7 +372,7 @@ struct GroupRun<'a, H: Handler> {
     records: &'a [H::Record],
     parsed: &'a [Result<H::Event, ParseError>],
     strict: bool,
-    settings: Settings,
+    settings: BatchSettings,
     cx: BatchContext,
 }
 
@@ -428,9 +418,11 @@ impl<H: Handler> GroupRun<'_, H> {
         // Past the cutoff we stop waiting; a write may still commit, which is
         // fine: the record is reported failed, and its redelivery finds the
         // effect committed (a duplicate).
-        tokio::time::timeout_at(self.cx.cutoff, self.handler.apply(ev, &self.cx))
-            .await
-            .unwrap_or_else(|_elapsed| H::Outcome::failed(StoreError::DeadlineExceeded))
+        match tokio::time::timeout_at(self.cx.cutoff, self.handler.apply(ev, &self.cx)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(failure)) => Unsettled::Failed(failure).into(),
+            Err(_elapsed) => H::Outcome::failed(StoreError::DeadlineExceeded),
+        }
     }
 }
 
@@ -491,5 +483,293 @@ mod tests {
                 "{receive_count:?} of {max:?}"
             );
         }
+    }
+}
+
+/// The engine with a toy handler: no I/O, its "writes" are recorded in
+/// order. Paused tokio time (the dev-dependency's `test-util`), so the
+/// deadline tests are exact whatever the machine's load.
+#[cfg(all(test, feature = "sqs"))]
+mod engine_tests {
+    use std::fmt;
+    use std::sync::Mutex;
+
+    use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+
+    use super::*;
+    use crate::records::BatchEvent;
+
+    #[derive(Debug, Clone, PartialEq)]
+    enum Toy {
+        Done,
+        Early,
+        Unsettled(Unsettled),
+    }
+
+    impl From<Unsettled> for Toy {
+        fn from(u: Unsettled) -> Self {
+            Toy::Unsettled(u)
+        }
+    }
+
+    impl fmt::Display for Toy {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.label())
+        }
+    }
+
+    impl Verdict for Toy {
+        type Failure = StoreError;
+        const LABELS: &'static [&'static str] = &["Done", "Early"];
+        fn unsettled(&self) -> Option<&Unsettled> {
+            match self {
+                Toy::Unsettled(u) => Some(u),
+                _ => None,
+            }
+        }
+        fn acknowledge(&self) -> bool {
+            matches!(self, Toy::Done)
+        }
+        fn label(&self) -> &'static str {
+            match self {
+                Toy::Done => "Done",
+                Toy::Early => "Early",
+                Toy::Unsettled(u) => u.label(),
+            }
+        }
+        fn level(&self) -> Level {
+            Level::INFO
+        }
+    }
+
+    /// A body is `key:seq:action`; action `ok`, `early`, `fail` (a
+    /// dependency failure), `slow` (a write that takes 10 s).
+    struct ToyHandler {
+        applied: Mutex<Vec<String>>,
+    }
+
+    struct Ev {
+        key: String,
+        seq: u64,
+        action: String,
+    }
+
+    impl Handler for ToyHandler {
+        type Record = SqsMessage;
+        type Event = Ev;
+        type Outcome = Toy;
+
+        fn parse(&self, record: &SqsMessage) -> Result<Ev, ParseError> {
+            let body = record.body.as_deref().ok_or(ParseError::MissingBody)?;
+            let mut parts = body.split(':');
+            let (Some(key), Some(seq), Some(action)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(ParseError::MissingBody);
+            };
+            let seq = seq.parse().map_err(|_| ParseError::MissingBody)?;
+            Ok(Ev {
+                key: key.into(),
+                seq,
+                action: action.into(),
+            })
+        }
+        fn key(&self, ev: &Ev) -> String {
+            ev.key.clone()
+        }
+        fn rank(&self, ev: &Ev) -> u64 {
+            ev.seq
+        }
+        fn span(&self, _record_id: &str, _ev: Option<&Ev>) -> Span {
+            Span::none()
+        }
+        async fn apply(&self, ev: &Ev, _cx: &BatchContext) -> Result<Toy, StoreError> {
+            match ev.action.as_str() {
+                "fail" => return Err(StoreError::Timeout),
+                "slow" => tokio::time::sleep(Duration::from_secs(10)).await,
+                _ => {}
+            }
+            if let Ok(mut applied) = self.applied.lock() {
+                applied.push(format!("{}:{}", ev.key, ev.seq));
+            }
+            Ok(if ev.action == "early" {
+                Toy::Early
+            } else {
+                Toy::Done
+            })
+        }
+    }
+
+    fn handler() -> ToyHandler {
+        ToyHandler {
+            applied: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn applied(h: &ToyHandler) -> Vec<String> {
+        h.applied.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    const FIFO: &str = "arn:aws:sqs:us-east-1:111122223333:q.fifo";
+
+    /// `(id, body, MessageGroupId)`; a group makes the batch a FIFO one.
+    fn event(records: &[(&str, &str, Option<&str>)]) -> SqsEvent {
+        let mut event = SqsEvent::default();
+        event.records = records
+            .iter()
+            .map(|(id, body, group)| {
+                let mut m = SqsMessage::default();
+                m.message_id = Some((*id).into());
+                m.body = Some((*body).into());
+                if let Some(g) = group {
+                    m.event_source_arn = Some(FIFO.into());
+                    m.attributes.insert("MessageGroupId".into(), (*g).into());
+                }
+                m
+            })
+            .collect();
+        event
+    }
+
+    fn settings(max_concurrency: usize) -> BatchSettings {
+        BatchSettings {
+            max_concurrency,
+            deadline_margin: Duration::from_secs(2),
+            max_receive_count: None,
+        }
+    }
+
+    async fn run(h: &ToyHandler, e: &SqsEvent, s: BatchSettings) -> BatchReport<Toy> {
+        process(h, s, e.records(), Instant::now() + Duration::from_secs(60)).await
+    }
+
+    fn labels(report: &BatchReport<Toy>) -> Vec<&'static str> {
+        report.outcomes().map(Toy::label).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn records_of_a_key_are_applied_in_rank_order_and_reported_in_arrival_order() {
+        let h = handler();
+        let e = event(&[
+            ("m1", "a:3:ok", None),
+            ("m2", "b:1:ok", None),
+            ("m3", "a:1:ok", None),
+            ("m4", "a:2:ok", None),
+        ]);
+        // One group at a time: the order of the writes is the groups' order
+        // of first arrival, and within a key the rank's.
+        let report = run(&h, &e, settings(1)).await;
+        assert_eq!(applied(&h), ["a:1", "a:2", "a:3", "b:1"]);
+        let ids: Vec<_> = report.records.iter().map(|r| r.record_id.clone()).collect();
+        assert_eq!(
+            ids,
+            [Some("m1"), Some("m2"), Some("m3"), Some("m4")].map(|i| i.map(String::from))
+        );
+        let keys: Vec<_> = report.records.iter().map(|r| r.key.as_deref()).collect();
+        assert_eq!(keys, [Some("a"), Some("b"), Some("a"), Some("a")]);
+        assert_eq!(report.failures(), Ok(vec![]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fifo_group_is_held_back_after_a_failure_and_keeps_arrival_order() {
+        let h = handler();
+        let e = event(&[
+            ("m1", "a:2:ok", Some("g1")),
+            ("m2", "a:1:fail", Some("g1")),
+            ("m3", "a:3:ok", Some("g1")),
+            ("m4", "b:1:ok", Some("g2")),
+        ]);
+        let report = run(&h, &e, settings(8)).await;
+        // Arrival order, not rank, within the FIFO group; the record after
+        // the failure is not attempted; the other group goes on.
+        assert_eq!(labels(&report), ["Done", "Failed", "NotAttempted", "Done"]);
+        assert_eq!(
+            report.records[2].outcome,
+            Toy::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked))
+        );
+        let mut writes = applied(&h);
+        writes.sort();
+        assert_eq!(writes, ["a:2", "b:1"]);
+        assert_eq!(report.failures(), Ok(vec!["m2".into(), "m3".into()]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn records_after_the_cutoff_are_not_attempted() {
+        let h = handler();
+        // 3 s to the deadline, 2 s margin: the cutoff is 1 s away. The slow
+        // write is cut off there; the next record of its key is not started.
+        let e = event(&[("m1", "a:1:slow", None), ("m2", "a:2:ok", None)]);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let report = process(&h, settings(1), e.records(), deadline).await;
+        assert_eq!(
+            report.outcomes().cloned().collect::<Vec<_>>(),
+            [
+                Toy::failed(StoreError::DeadlineExceeded),
+                Toy::not_attempted(Skip::Deadline)
+            ]
+        );
+        assert!(applied(&h).is_empty());
+        assert_eq!(report.starved, None);
+        // Every record failed on a dependency or was not attempted: an
+        // outage, so the invocation fails.
+        assert_eq!(report.failures(), Err(BatchError::Outage(2)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_invocation_without_time_for_any_record_fails() {
+        let h = handler();
+        let e = event(&[("m1", "a:1:ok", None)]);
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let report = process(&h, settings(1), e.records(), deadline).await;
+        assert!(matches!(
+            report.failures(),
+            Err(BatchError::NoTimeBudget { .. })
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dependency_outage_fails_the_invocation_but_a_partial_one_does_not() {
+        let h = handler();
+        let all = event(&[("m1", "a:1:fail", None), ("m2", "b:1:fail", None)]);
+        let report = run(&h, &all, settings(8)).await;
+        assert_eq!(report.failures(), Err(BatchError::Outage(2)));
+        assert!(report.outcomes().all(Verdict::is_dependency_failure));
+
+        let some = event(&[("m1", "a:1:fail", None), ("m2", "b:1:ok", None)]);
+        let report = run(&h, &some, settings(8)).await;
+        assert_eq!(report.failures(), Ok(vec!["m1".into()]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_answer_lists_every_unacknowledged_record_once_by_its_id() {
+        let h = handler();
+        let e = event(&[
+            ("m1", "a:1:ok", None),
+            ("m2", "not a body", None),
+            ("m3", "b:1:early", None),
+            ("m3", "b:1:early", None),
+            ("m4", "c:1:ok", None),
+        ]);
+        let report = run(&h, &e, settings(8)).await;
+        assert_eq!(
+            labels(&report),
+            ["Done", "Invalid", "Early", "Early", "Done"]
+        );
+        assert_eq!(report.counts().get("Early"), 2);
+        assert_eq!(report.counts().get("NotAttempted"), 0);
+        let failed = report.failures().expect("a partial failure");
+        assert_eq!(failed, ["m2", "m3"]);
+        let answer = SqsEvent::response(failed);
+        let ids: Vec<_> = answer
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        assert_eq!(ids, ["m2", "m3"]);
+
+        // A failed record without an id fails the whole batch instead.
+        let mut e = event(&[("m1", "a:1:fail", None), ("m2", "b:1:ok", None)]);
+        e.records[0].message_id = None;
+        let report = run(&h, &e, settings(8)).await;
+        assert_eq!(report.failures(), Err(BatchError::Unidentifiable(1)));
     }
 }

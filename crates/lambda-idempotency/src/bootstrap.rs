@@ -1,7 +1,11 @@
 //! What every function does once per cold start.
 
-use crate::config::{ConfigError, Runtime};
+#[cfg(feature = "sqs")]
+use crate::config::Settings;
+#[cfg(feature = "dynamodb")]
 use crate::dynamo;
+use crate::error::{ConfigError, TraceSetupError};
+#[cfg(feature = "sqs")]
 use crate::redelivery::{self, Redelivery};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -70,19 +74,6 @@ pub fn init_tracing() {
     }
 }
 
-/// Why the traces could not be set up (feature `otel`): the exporter could
-/// not be built, e.g. from an endpoint that is not a URL.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct TraceSetupError(String);
-
-impl TraceSetupError {
-    /// The error, described.
-    pub fn new(what: impl Into<String>) -> Self {
-        TraceSetupError(what.into())
-    }
-}
-
 /// The functions' subscriber: [`json_logs`] to `writer` at `filter`'s
 /// level, and, built with the feature `otel` and an OTLP endpoint in `get`
 /// (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`),
@@ -120,7 +111,7 @@ pub fn join_xray_trace(span: &tracing::Span, xray_trace_id: Option<&str>) {
 /// After an invocation's answer is ready, before it is returned: export
 /// its spans, waiting a bounded time (at most a second, never past the
 /// deadline `deadline_ms`, epoch milliseconds, less a reserve; see
-/// `core::otel::FLUSH_TIMEOUT`). A no-op without the feature `otel` or
+/// `otel::FLUSH_TIMEOUT`). A no-op without the feature `otel` or
 /// without an exporter.
 pub async fn flush_traces(deadline_ms: u64) {
     otel::flush(deadline_ms).await;
@@ -130,7 +121,7 @@ pub async fn flush_traces(deadline_ms: u64) {
 /// away.
 #[cfg(not(feature = "otel"))]
 mod otel {
-    use super::TraceSetupError;
+    use crate::error::TraceSetupError;
 
     pub fn layer(
         _get: &impl Fn(&str) -> Option<String>,
@@ -267,6 +258,8 @@ impl tracing::field::Visit for JsonVisitor<'_> {
 /// [`dynamo::retry_config`] and [`dynamo::timeout_config`]. Region,
 /// credentials and `AWS_ENDPOINT_URL_DYNAMODB` (for local servers) come from
 /// the standard AWS environment.
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
     let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(dynamo::retry_config())
@@ -281,7 +274,9 @@ pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
 /// server. Its own retries are few and its timeouts short
 /// ([`redelivery::timeout_config`]): it runs in the deadline margin, and a
 /// failure only means the message comes back later.
-pub async fn redelivery(runtime: &Runtime) -> Option<Redelivery> {
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+pub async fn redelivery(runtime: &Settings) -> Option<Redelivery> {
     let policy = runtime.retry_backoff?;
     let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))

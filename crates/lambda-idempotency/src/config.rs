@@ -1,23 +1,49 @@
 //! Configuration every function reads the same way, once per cold start:
-//! the batch settings and metrics destination ([`Runtime`]), and the
-//! helpers each function's own configuration is parsed with.
+//! the batch settings and metrics destination ([`Settings`]), the retry
+//! curves ([`BackoffPolicy::from_lookup`]), and the helpers each function's
+//! own configuration is parsed with. Nothing here reads the environment
+//! unless asked to ([`Settings::from_env`]); tests pass a lookup instead.
 
 use std::time::Duration;
 
-use thiserror::Error;
-
-use crate::backoff::BackoffPolicy;
-use crate::batch::Settings;
+use crate::backoff::{BackoffPolicy, Curve, MAX_VISIBILITY_SECS};
+pub use crate::error::ConfigError;
 
 /// Groups applied at once when `MAX_CONCURRENCY` is unset.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 /// Milliseconds left for answering Lambda when `DEADLINE_MARGIN_MS` is unset.
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
 
-/// What every function of this project reads the same way: how a batch
-/// runs and where its metrics go.
+/// How a batch is run: what the engine ([`crate::process`]) needs of
+/// [`Settings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSettings {
+    /// Groups applied at once (one group's records are sequential).
+    pub max_concurrency: usize,
+    /// Time kept back before the invocation deadline.
+    pub deadline_margin: Duration,
+    /// The source queue's `maxReceiveCount`, if the function knows it. A
+    /// strictly ordered group's failed record on its last receive then does
+    /// not hold the group's later records back.
+    pub max_receive_count: Option<u32>,
+}
+
+impl Default for BatchSettings {
+    /// The defaults of [`Settings`]: 8 groups at once, a 2 s margin, no
+    /// known `maxReceiveCount`.
+    fn default() -> Self {
+        BatchSettings {
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            deadline_margin: Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS),
+            max_receive_count: None,
+        }
+    }
+}
+
+/// What every function reads the same way: how a batch runs, where its
+/// metrics go and how soon a returned message comes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Runtime {
+pub struct Settings {
     /// `MAX_CONCURRENCY` (default 8, 1..=256): how many groups (orders,
     /// accounts) of one batch are applied concurrently. One group's records
     /// are always sequential.
@@ -37,13 +63,13 @@ pub struct Runtime {
     /// redrive `maxReceiveCount`, which the template sets from the same
     /// parameter. On a FIFO queue a failed record on its last receive then
     /// no longer holds its group's later records back
-    /// ([`Settings::max_receive_count`]). Unset: every failed record holds
-    /// them back.
+    /// ([`BatchSettings::max_receive_count`]). Unset: every failed record
+    /// holds them back.
     pub max_receive_count: Option<u32>,
 }
 
 /// What names a function in its metrics and log lines, read the same way
-/// by every function (the batch consumers through [`Runtime`], the order
+/// by every function (the batch consumers through [`Settings`], the order
 /// API on its own).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Telemetry {
@@ -79,16 +105,29 @@ impl Telemetry {
     }
 }
 
-impl Runtime {
-    /// Read the shared settings through `get` (the environment in a function,
-    /// a map in tests), with `default_namespace` and `default_function` for
-    /// what is unset.
+impl Settings {
+    /// Read the shared settings from the process environment, with
+    /// `default_namespace` and `default_function` for what is unset: the
+    /// template's variables (`MAX_CONCURRENCY` 1..=256, `DEADLINE_MARGIN_MS`
+    /// 0..=60000, `RETRY_BACKOFF` and the `BACKOFF_*` curves 0..=43200,
+    /// `MAX_RECEIVE_COUNT` 1..=1000, `METRICS_NAMESPACE`,
+    /// `POWERTOOLS_SERVICE_NAME`, `AWS_LAMBDA_FUNCTION_NAME`).
+    pub fn from_env(default_namespace: &str, default_function: &str) -> Result<Self, ConfigError> {
+        Self::from_lookup(
+            &|k: &str| std::env::var(k).ok(),
+            default_namespace,
+            default_function,
+        )
+    }
+
+    /// Read the shared settings through `get` (a map in tests), with
+    /// `default_namespace` and `default_function` for what is unset.
     pub fn from_lookup(
         get: &impl Fn(&str) -> Option<String>,
         default_namespace: &str,
         default_function: &str,
     ) -> Result<Self, ConfigError> {
-        Ok(Runtime {
+        Ok(Settings {
             max_concurrency: parse_in(
                 get,
                 "MAX_CONCURRENCY",
@@ -124,8 +163,8 @@ impl Runtime {
     }
 
     /// What the batch machinery needs of these settings.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    pub fn batch(&self) -> BatchSettings {
+        BatchSettings {
             max_concurrency: self.max_concurrency,
             deadline_margin: self.deadline_margin,
             max_receive_count: self.max_receive_count,
@@ -141,23 +180,6 @@ pub fn required(
     get(var)
         .filter(|s| !s.trim().is_empty())
         .ok_or(ConfigError::Missing(var))
-}
-
-/// Why a function refuses to start: reported as its cold-start error.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ConfigError {
-    /// A required variable is unset or blank.
-    #[error("environment variable {0} is required but not set")]
-    Missing(&'static str),
-    /// A variable is set to a value the function cannot use; `reason` says
-    /// what is expected, never the value.
-    #[error("environment variable {var} is invalid: {reason}")]
-    Invalid {
-        /// The variable's name.
-        var: &'static str,
-        /// What a valid value looks like.
-        reason: String,
-    },
 }
 
 /// An optional integer variable within `range`, or `default` when unset.
@@ -179,17 +201,54 @@ pub fn parse_in(
     }
 }
 
+impl BackoffPolicy {
+    /// `BACKOFF_EARLY_BASE_SECS`, `BACKOFF_EARLY_CAP_SECS`,
+    /// `BACKOFF_FAILED_BASE_SECS`, `BACKOFF_FAILED_CAP_SECS` (0..=43200;
+    /// defaults in [`BackoffPolicy::default`]). A cap below its base is a
+    /// configuration error rather than a silent clamp.
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let d = BackoffPolicy::default();
+        let curve = |base_var, cap_var, default: Curve| -> Result<Curve, ConfigError> {
+            let range = 0..=MAX_VISIBILITY_SECS;
+            let base = parse_in(get, base_var, default.base.as_secs(), range.clone())?;
+            let cap = parse_in(get, cap_var, default.cap.as_secs(), range)?;
+            if cap < base {
+                return Err(ConfigError::Invalid {
+                    var: cap_var,
+                    reason: format!("must be at least {base_var}"),
+                });
+            }
+            Ok(Curve {
+                base: Duration::from_secs(base),
+                cap: Duration::from_secs(cap),
+            })
+        };
+        Ok(BackoffPolicy {
+            predecessor: curve(
+                "BACKOFF_EARLY_BASE_SECS",
+                "BACKOFF_EARLY_CAP_SECS",
+                d.predecessor,
+            )?,
+            dependency: curve(
+                "BACKOFF_FAILED_BASE_SECS",
+                "BACKOFF_FAILED_CAP_SECS",
+                d.dependency,
+            )?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn runtime(env: &[(&str, &str)]) -> Result<Runtime, ConfigError> {
+    fn runtime(env: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         let get = |k: &str| {
             env.iter()
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| (*v).to_owned())
         };
-        Runtime::from_lookup(&get, "Ns", "fn")
+        Settings::from_lookup(&get, "Ns", "fn")
     }
 
     #[test]
@@ -235,7 +294,7 @@ mod tests {
         );
         let r = runtime(&[("MAX_RECEIVE_COUNT", "10")]).expect("set");
         assert_eq!(r.max_receive_count, Some(10));
-        assert_eq!(r.settings().max_receive_count, Some(10));
+        assert_eq!(r.batch().max_receive_count, Some(10));
         for bad in ["0", "1001", "ten", "-1"] {
             let err = runtime(&[("MAX_RECEIVE_COUNT", bad)]).expect_err("refused");
             assert_eq!(

@@ -1,7 +1,10 @@
-//! Errors from the storage layer, free of SDK types so the domain and the
-//! batch logic can reason about them. [`crate::dynamo::store_error`]
-//! maps every operation's SDK error to one of these by its structured error
-//! code and HTTP status, never by parsing a message.
+//! The library's errors, free of SDK types so the domain and the batch
+//! logic can reason about them: storage failures ([`StoreError`]; the
+//! `dynamo` module maps every operation's SDK error to one of these by its
+//! structured error code and HTTP status, never by parsing a message),
+//! configuration refused at a cold start ([`ConfigError`]) and traces that
+//! could not be set up ([`TraceSetupError`]). The lowest layer: every other
+//! module may name them.
 
 use thiserror::Error;
 
@@ -76,5 +79,35 @@ impl StoreError {
             | StoreError::Client { .. }
             | StoreError::CorruptItem(_) => false,
         }
+    }
+}
+
+/// Why a function refuses to start: reported as its cold-start error.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// A required variable is unset or blank.
+    #[error("environment variable {0} is required but not set")]
+    Missing(&'static str),
+    /// A variable is set to a value the function cannot use; `reason` says
+    /// what is expected, never the value.
+    #[error("environment variable {var} is invalid: {reason}")]
+    Invalid {
+        /// The variable's name.
+        var: &'static str,
+        /// What a valid value looks like.
+        reason: String,
+    },
+}
+
+/// Why the traces could not be set up (feature `otel`): the exporter could
+/// not be built, e.g. from an endpoint that is not a URL.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct TraceSetupError(String);
+
+impl TraceSetupError {
+    /// The error, described.
+    pub fn new(what: impl Into<String>) -> Self {
+        TraceSetupError(what.into())
     }
 }

@@ -10,13 +10,16 @@ use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use thiserror::Error;
+
 use crate::batch::{
-    self, BatchError, BatchReport, Handler, Settings, deadline_epoch_ms, deadline_from_epoch_ms,
+    self, BatchError, BatchReport, Handler, deadline_epoch_ms, deadline_from_epoch_ms,
 };
-use crate::config::{Runtime, Telemetry};
+use crate::config::{BatchSettings, Settings, Telemetry};
 use crate::metrics;
 use crate::outcome::Verdict;
 use crate::records::{BatchEvent, BatchRecord, StrictInput};
+#[cfg(feature = "sqs")]
 use crate::redelivery::{self, Redelivery};
 
 /// A consumer's Lambda function: built once per cold start, shared by every
@@ -24,11 +27,12 @@ use crate::redelivery::{self, Redelivery};
 #[derive(Debug)]
 pub struct Function<H> {
     handler: H,
-    runtime: Runtime,
+    runtime: Settings,
     /// Names its invocation errors: `{error_prefix}.DependencyOutage`.
-    error_prefix: &'static str,
+    error_prefix: String,
     /// Sets the visibility of the SQS messages a batch returns (none for
     /// streams, or with `RETRY_BACKOFF=off`).
+    #[cfg(feature = "sqs")]
     redelivery: Option<Redelivery>,
     /// `cold_start` in the logs and `ColdStart` in the metrics.
     cold: ColdStart,
@@ -78,22 +82,93 @@ pub fn invocation_span(
     span
 }
 
-impl<H: Handler> Function<H> {
-    /// A function running `handler` with the shared `runtime` settings;
-    /// `error_prefix` names it in invocation errors (`OrderConsumer`).
-    pub fn with_handler(handler: H, runtime: Runtime, error_prefix: &'static str) -> Self {
-        Function {
-            handler,
-            runtime,
-            error_prefix,
-            redelivery: None,
+/// Why [`FunctionBuilder`] refused a setting.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BuildError {
+    /// The name is not 1 to 64 ASCII letters and digits starting with a
+    /// letter (it becomes the `errorType` prefix Lambda shows).
+    #[error("a function name is 1 to 64 ASCII letters and digits, starting with a letter")]
+    InvalidName,
+    /// `build` was called before `name`.
+    #[error("the function has no name: call FunctionBuilder::name")]
+    MissingName,
+    /// `build` was called before `settings`.
+    #[error("the function has no settings: call FunctionBuilder::settings")]
+    MissingSettings,
+}
+
+/// Builds a [`Function`] from another crate:
+/// `Function::builder(handler).name("Orders")?.settings(settings).build()?`.
+#[derive(Debug)]
+pub struct FunctionBuilder<H> {
+    handler: H,
+    name: Option<String>,
+    settings: Option<Settings>,
+    #[cfg(feature = "sqs")]
+    redelivery: Option<Redelivery>,
+}
+
+impl<H: Handler> FunctionBuilder<H> {
+    /// The function's name in its invocation errors' `errorType`
+    /// (`{name}.DependencyOutage`): 1 to 64 ASCII letters and digits,
+    /// starting with a letter, so the type stays one searchable token.
+    pub fn name(mut self, name: &str) -> Result<Self, BuildError> {
+        let valid = (1..=64).contains(&name.len())
+            && name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric());
+        if !valid {
+            return Err(BuildError::InvalidName);
+        }
+        self.name = Some(name.to_owned());
+        Ok(self)
+    }
+
+    /// How its batches run and where its metrics go
+    /// ([`Settings::from_env`], or [`Settings::from_lookup`] in tests).
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// Sets the visibility of the SQS messages a batch returns (built once
+    /// per cold start by `bootstrap::redelivery`); `None`, the default,
+    /// leaves them to the queue's visibility timeout.
+    #[cfg(feature = "sqs")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+    pub fn redelivery(mut self, redelivery: Option<Redelivery>) -> Self {
+        self.redelivery = redelivery;
+        self
+    }
+
+    /// The function, once it has a name and settings.
+    pub fn build(self) -> Result<Function<H>, BuildError> {
+        Ok(Function {
+            handler: self.handler,
+            error_prefix: self.name.ok_or(BuildError::MissingName)?,
+            runtime: self.settings.ok_or(BuildError::MissingSettings)?,
+            #[cfg(feature = "sqs")]
+            redelivery: self.redelivery,
             cold: ColdStart::default(),
+        })
+    }
+}
+
+impl<H: Handler> Function<H> {
+    /// Start building a function around `handler`.
+    pub fn builder(handler: H) -> FunctionBuilder<H> {
+        FunctionBuilder {
+            handler,
+            name: None,
+            settings: None,
+            #[cfg(feature = "sqs")]
+            redelivery: None,
         }
     }
 
     /// The same function, setting the visibility of the messages it returns
-    /// through `redelivery` (built once per cold start,
-    /// [`crate::bootstrap::redelivery`]).
+    /// through `redelivery` (as [`FunctionBuilder::redelivery`]).
+    #[cfg(feature = "sqs")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
     pub fn with_redelivery(mut self, redelivery: Option<Redelivery>) -> Self {
         self.redelivery = redelivery;
         self
@@ -105,8 +180,8 @@ impl<H: Handler> Function<H> {
     }
 
     /// How its batches run.
-    pub fn settings(&self) -> Settings {
-        self.runtime.settings()
+    pub fn settings(&self) -> BatchSettings {
+        self.runtime.batch()
     }
 
     /// Serve invocations until the runtime stops. Each event is read
@@ -172,13 +247,12 @@ impl<H: Handler> Function<H> {
             "batch received"
         );
         let (report, response) = self.handle_batch(&event.payload, deadline).await;
-        emit_metrics(
-            &self.runtime,
-            &report,
-            self.redelivery.is_some(),
-            cold_start,
-        );
-        response.map_err(|e| e.diagnostic(self.error_prefix))
+        #[cfg(feature = "sqs")]
+        let visibility = self.redelivery.is_some();
+        #[cfg(not(feature = "sqs"))]
+        let visibility = false;
+        emit_metrics(&self.runtime, &report, visibility, cold_start);
+        response.map_err(|e| e.diagnostic(&self.error_prefix))
     }
 
     /// Process a batch and build the response, keeping the per-record report
@@ -188,9 +262,11 @@ impl<H: Handler> Function<H> {
         event: &E,
         deadline: Instant,
     ) -> (BatchReport<H::Outcome>, Result<E::Response, BatchError>) {
+        #[cfg_attr(not(feature = "sqs"), allow(unused_mut))]
         let mut report =
             batch::process(&self.handler, self.settings(), event.records(), deadline).await;
         let response = report.failures().map(E::response);
+        #[cfg(feature = "sqs")]
         if let Some(redelivery) = &self.redelivery {
             // After the failure list is final, before answering: the delay
             // only decides when a returned message comes back.
@@ -214,7 +290,7 @@ impl<H: Handler> Function<H> {
 /// cache's hits and misses, and, for a function that sets returned
 /// messages' visibility, how many it set and how many it could not.
 pub fn emit_metrics<O: Verdict>(
-    runtime: &Runtime,
+    runtime: &Settings,
     report: &BatchReport<O>,
     visibility: bool,
     cold_start: bool,
@@ -234,4 +310,110 @@ pub fn emit_metrics<O: Verdict>(
         &report.counts(),
         &extra,
     ));
+}
+
+#[cfg(all(test, feature = "sqs"))]
+mod tests {
+    use super::*;
+    use crate::batch::BatchContext;
+    use crate::error::StoreError;
+    use crate::outcome::Unsettled;
+    use crate::wire::ParseError;
+    use aws_lambda_events::event::sqs::SqsMessage;
+
+    #[derive(Debug, Clone)]
+    struct Done;
+
+    impl From<Unsettled> for Done {
+        fn from(_: Unsettled) -> Self {
+            Done
+        }
+    }
+
+    impl std::fmt::Display for Done {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Done")
+        }
+    }
+
+    impl Verdict for Done {
+        type Failure = StoreError;
+        const LABELS: &'static [&'static str] = &["Done"];
+        fn unsettled(&self) -> Option<&Unsettled> {
+            None
+        }
+        fn acknowledge(&self) -> bool {
+            true
+        }
+        fn label(&self) -> &'static str {
+            "Done"
+        }
+        fn level(&self) -> tracing::Level {
+            tracing::Level::INFO
+        }
+    }
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        type Record = SqsMessage;
+        type Event = ();
+        type Outcome = Done;
+        fn parse(&self, _: &SqsMessage) -> Result<(), ParseError> {
+            Ok(())
+        }
+        fn key(&self, _: &()) -> String {
+            String::new()
+        }
+        fn rank(&self, _: &()) -> u64 {
+            0
+        }
+        fn span(&self, _: &str, _: Option<&()>) -> tracing::Span {
+            tracing::Span::none()
+        }
+        async fn apply(&self, _: &(), _: &BatchContext) -> Result<Done, StoreError> {
+            Ok(Done)
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings::from_lookup(&|_: &str| None, "Ns", "fn").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_builder_validates_the_name_and_needs_settings() {
+        for bad in [
+            "",
+            "1st",
+            "Order-Consumer",
+            "Orders.Consumer",
+            &"x".repeat(65),
+        ] {
+            assert_eq!(
+                Function::builder(Nothing).name(bad).err(),
+                Some(BuildError::InvalidName),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            Function::builder(Nothing)
+                .settings(settings())
+                .build()
+                .err(),
+            Some(BuildError::MissingName)
+        );
+        let unset = Function::builder(Nothing)
+            .name("Orders")
+            .map(FunctionBuilder::build);
+        assert!(matches!(unset, Ok(Err(BuildError::MissingSettings))));
+        let built = Function::builder(Nothing)
+            .name("Orders2")
+            .map(|b| b.settings(settings()).build());
+        let Ok(Ok(function)) = built else {
+            panic!("a valid function must build");
+        };
+        assert_eq!(function.error_prefix, "Orders2");
+        assert_eq!(function.settings(), BatchSettings::default());
+        assert!(function.redelivery.is_none());
+    }
 }

@@ -1,37 +1,160 @@
-//! Idempotent message consumers on AWS Lambda: at-least-once delivery in,
-//! effects that happen once out.
-//!
 //! # Layout
 //!
-//! - [`batch`]: runs one batch for any [`batch::Handler`]: parses every
-//!   record first, groups them, applies each group in order with bounded
-//!   concurrency, honours strict ordering (FIFO, streams) and the deadline,
-//!   logs one line per record, and builds the partial-batch answer.
-//! - [`outcome`]: the outcomes every consumer shares (Invalid, Failed,
-//!   NotAttempted), their labels and log levels, and the [`outcome::Verdict`]
-//!   a consumer's outcome implements.
-//! - [`backoff`]: how long a failed message stays invisible before it comes
-//!   back, per outcome class.
-//! - [`redelivery`]: sets that delay on the SQS messages a batch returns
-//!   (ChangeMessageVisibilityBatch), without ever deciding whether they
-//!   return.
-//! - [`function`]: the Lambda function wrapper every consumer shares, for
-//!   SQS and stream events alike.
-//! - [`records`]: the Lambda events (SQS, DynamoDB streams) read strictly,
-//!   and what the batch needs to know of each record.
-//! - [`wire`]: the body reading every parser shares (size, JSON, SNS and
-//!   EventBridge envelopes), the specific [`wire::ParseError`] and the
-//!   validated newtypes.
-//! - [`dynamo`]: the client's retry and timeout policy, conditional writes,
-//!   SDK errors mapped to [`error::StoreError`].
-//! - [`error`]: storage failures free of SDK types.
-//! - [`metrics`]: the per-invocation CloudWatch EMF line.
-//! - [`config`]: the settings every function reads the same way.
-//! - [`bootstrap`]: logging and clients, once per cold start; the traces'
-//!   setup, parent and per-invocation flush (no-ops without the feature
-//!   `otel`).
-//! - `otel` (feature `otel` only): OpenTelemetry traces over OTLP.
-//! - [`time`]: epoch milliseconds, RFC 3339, attempt ids.
+//! Idempotent message consumers on AWS Lambda: at-least-once delivery in,
+//! effects that happen once out. Everything an adopter needs is at the
+//! crate root ([`Handler`], [`Verdict`], [`process`], [`Function`],
+//! [`Settings`], [`StoreError`], [`BackoffPolicy`], the record and event
+//! types); the modules that stay public are those whose many items read
+//! better with their path ([`config`], [`wire`], [`time`], [`metrics`],
+//! [`bootstrap`], and with their features `dynamo` and `redelivery`).
+//!
+//! The modules form layers; a module uses only modules of lower layers
+//! (`scripts/check_module_cycles.py` fails on a cycle):
+//!
+//! 1. `time` (epoch milliseconds, RFC 3339, attempt ids), `error` (the
+//!    SDK-free [`StoreError`], [`ConfigError`], [`TraceSetupError`]),
+//!    [`wire`] (the body reading every parser shares, [`ParseError`], the
+//!    validated newtypes).
+//! 2. `backoff` (how long a failed message stays invisible, per
+//!    [`RetryClass`]), `records` (the Lambda events read strictly, what the
+//!    batch needs of each record: [`BatchRecord`], [`BatchEvent`]).
+//! 3. [`config`] (the [`Settings`] every function reads the same way, and
+//!    the variables' parsers), `outcome` (the shared outcomes and the
+//!    [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
+//!    and timeout policy, conditional writes, SDK errors mapped once).
+//! 4. [`metrics`] (the per-invocation CloudWatch EMF line).
+//! 5. `batch` (the engine: [`process`] parses every record, groups them,
+//!    applies each group in order with bounded concurrency, honours strict
+//!    ordering and the deadline, logs one line per record, and builds the
+//!    partial-batch answer).
+//! 6. `redelivery` (feature `sqs`: sets the back-off delay on the SQS
+//!    messages a batch returns), `otel` (feature `otel`: OpenTelemetry
+//!    traces over OTLP).
+//! 7. [`bootstrap`] (logging, clients and traces, once per cold start).
+//! 8. `function` (the Lambda function every consumer is: [`Function`],
+//!    built with [`Function::builder`]).
+//!
+//! # Features
+//!
+//! `sqs` (SQS standard and FIFO records, their partial-batch response, the
+//! visibility back-off), `dynamodb-streams` (stream records and their
+//! response), `dynamodb` (the `dynamo` helpers and
+//! `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
+//!
+//! # Example
+//!
+//! A consumer is a [`Handler`] (how a record is parsed, grouped and
+//! applied) and a [`Verdict`] (what happened to one record). This toy
+//! handler writes nowhere; [`process`] runs one SQS batch through it and
+//! the partial-batch answer lists the record to retry.
+//!
+//! ```
+//! # #[cfg(feature = "sqs")]
+//! # {
+//! use std::fmt;
+//! use std::time::Duration;
+//!
+//! use lambda_idempotency::tracing::{Level, Span};
+//! use lambda_idempotency::{
+//!     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, SqsEvent, SqsMessage,
+//!     StoreError, Unsettled, Verdict, process,
+//! };
+//!
+//! /// The toy's verdicts, and the shared outcomes.
+//! #[derive(Debug, Clone, PartialEq)]
+//! enum Greeting {
+//!     Greeted,
+//!     Unsettled(Unsettled),
+//! }
+//!
+//! impl From<Unsettled> for Greeting {
+//!     fn from(u: Unsettled) -> Self {
+//!         Greeting::Unsettled(u)
+//!     }
+//! }
+//!
+//! impl fmt::Display for Greeting {
+//!     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+//!         f.write_str(self.label())
+//!     }
+//! }
+//!
+//! impl Verdict for Greeting {
+//!     type Failure = StoreError;
+//!     const LABELS: &'static [&'static str] = &["Greeted"];
+//!     fn unsettled(&self) -> Option<&Unsettled> {
+//!         match self {
+//!             Greeting::Unsettled(u) => Some(u),
+//!             Greeting::Greeted => None,
+//!         }
+//!     }
+//!     fn acknowledge(&self) -> bool {
+//!         matches!(self, Greeting::Greeted)
+//!     }
+//!     fn label(&self) -> &'static str {
+//!         match self {
+//!             Greeting::Greeted => "Greeted",
+//!             Greeting::Unsettled(u) => u.label(),
+//!         }
+//!     }
+//!     fn level(&self) -> Level {
+//!         match self {
+//!             Greeting::Greeted => Level::INFO,
+//!             Greeting::Unsettled(u) => u.level(),
+//!         }
+//!     }
+//! }
+//!
+//! /// A body is a name; every name is its own group.
+//! struct Greeter;
+//!
+//! impl Handler for Greeter {
+//!     type Record = SqsMessage;
+//!     type Event = String;
+//!     type Outcome = Greeting;
+//!
+//!     fn parse(&self, record: &SqsMessage) -> Result<String, ParseError> {
+//!         match record.body.as_deref() {
+//!             Some(name) if !name.is_empty() => Ok(name.to_owned()),
+//!             _ => Err(ParseError::MissingBody),
+//!         }
+//!     }
+//!     fn key(&self, name: &String) -> String {
+//!         name.clone()
+//!     }
+//!     fn rank(&self, _name: &String) -> u64 {
+//!         0
+//!     }
+//!     fn span(&self, _record_id: &str, _name: Option<&String>) -> Span {
+//!         Span::none()
+//!     }
+//!     async fn apply(&self, _name: &String, _cx: &BatchContext) -> Result<Greeting, StoreError> {
+//!         // A real handler writes here, and `?` turns a StoreError into
+//!         // the shared Failed outcome.
+//!         Ok(Greeting::Greeted)
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let mut event = SqsEvent::default();
+//! for (id, body) in [("m1", "Ada"), ("m2", ""), ("m3", "Grace")] {
+//!     let mut message = SqsMessage::default();
+//!     message.message_id = Some(id.into());
+//!     message.body = Some(body.into());
+//!     event.records.push(message);
+//! }
+//! let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+//! let report = process(&Greeter, BatchSettings::default(), event.records(), deadline).await;
+//! assert_eq!(report.counts().get("Greeted"), 2);
+//! assert_eq!(report.counts().get("Invalid"), 1);
+//!
+//! // The partial-batch answer: only the invalid record goes back.
+//! let answer = SqsEvent::response(report.failures().unwrap());
+//! assert_eq!(answer.batch_item_failures.len(), 1);
+//! assert_eq!(answer.batch_item_failures[0].item_identifier, "m2");
+//! # });
+//! # }
+//! ```
 
 // What adopters build on: every public item says what it is for.
 #![deny(missing_docs)]
@@ -39,18 +162,64 @@
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod backoff;
-pub mod batch;
+mod backoff;
+mod batch;
 pub mod bootstrap;
 pub mod config;
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub mod dynamo;
-pub mod error;
-pub mod function;
+mod error;
+mod function;
 pub mod metrics;
 #[cfg(feature = "otel")]
-pub mod otel;
-pub mod outcome;
-pub mod records;
+mod otel;
+mod outcome;
+mod records;
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 pub mod redelivery;
 pub mod time;
 pub mod wire;
+
+pub use backoff::{AfterThrottling, BackoffPolicy, Curve, MAX_VISIBILITY_SECS, RetryClass, jitter};
+pub use batch::{
+    BatchContext, BatchError, BatchReport, Handler, RecordReport, Starved, deadline_epoch_ms,
+    deadline_from_epoch_ms, holds_group_back, process,
+};
+pub use config::{BatchSettings, Settings, Telemetry};
+pub use error::{ConfigError, StoreError, TraceSetupError};
+pub use function::{
+    BuildError, ColdStart, Function, FunctionBuilder, emit_metrics, invocation_span,
+};
+pub use metrics::{OutcomeCounts, VisibilityTally};
+pub use outcome::{Failure, Skip, Unsettled, Verdict, labels};
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+pub use records::SqsInput;
+#[cfg(feature = "dynamodb-streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
+pub use records::StreamInput;
+pub use records::{BatchEvent, BatchRecord, Redeliverable, StrictInput};
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+pub use redelivery::Redelivery;
+pub use wire::ParseError;
+
+/// The SQS event types a handler's records come in, and its answer.
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+pub use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+/// The DynamoDB stream event types, and their answer.
+#[cfg(feature = "dynamodb-streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
+pub use aws_lambda_events::event::{
+    dynamodb::{Event as StreamEvent, EventRecord as StreamRecord},
+    streams::DynamoDbEventResponse,
+};
+/// The Lambda runtime the functions run on (its `Error`, `Context`,
+/// `LambdaEvent`), re-exported so adopters use the same version.
+pub use lambda_runtime;
+/// The logging facade the spans and levels of [`Handler`] and [`Verdict`]
+/// come from.
+pub use tracing;

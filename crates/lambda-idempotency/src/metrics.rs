@@ -35,6 +35,16 @@ impl OutcomeCounts {
     }
 }
 
+/// How many visibility changes SQS confirmed, and how many it did not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VisibilityTally {
+    /// Messages whose visibility was set.
+    pub changed: u64,
+    /// Messages whose visibility could not be set (they come back after
+    /// the queue's visibility timeout).
+    pub failed: u64,
+}
+
 /// Build the EMF document for one invocation. `extra` are further
 /// per-invocation counts (batch size, cache hits and misses, ColdStart).
 ///

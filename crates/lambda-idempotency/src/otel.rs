@@ -2,10 +2,9 @@
 //! `tracing` spans of an invocation, exported over OTLP/HTTP (JSON) to a
 //! collector, usually the ADOT/OTel collector Lambda layer on
 //! `localhost:4318`, which forwards them to X-Ray. Reached only through
-//! [`crate::bootstrap`] ([`super::bootstrap::subscriber`],
-//! [`super::bootstrap::join_xray_trace`],
-//! [`super::bootstrap::flush_traces`]), which has no-op stand-ins without
-//! the feature, so no call site needs a `#[cfg]`.
+//! the `bootstrap` module above it (`subscriber`, `join_xray_trace`,
+//! `flush_traces`), which has no-op stand-ins without the feature, so no
+//! call site needs a `#[cfg]`.
 //!
 //! What is exported: our own spans (`invocation`, `record`, `webhook.post`)
 //! and events at INFO and above, and the AWS SDK's DEBUG operation spans
@@ -38,7 +37,7 @@ use tracing_subscriber::filter::{FilterExt as _, LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::batch::deadline_from_epoch_ms;
-use crate::bootstrap::TraceSetupError;
+use crate::error::TraceSetupError;
 
 /// The longest an invocation waits for its spans to be exported. A collector
 /// on localhost takes milliseconds; a dead one refuses the connection at
@@ -108,7 +107,9 @@ where
     let provider = provider(&endpoint, get)?;
     let exported = filter_fn(ours).or(filter_fn(sdk_operation));
     let spans = tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer("order-consumer"))
+        // The instrumentation scope is the library that made the spans,
+        // whatever function it runs in (the resource names the function).
+        .with_tracer(provider.tracer(env!("CARGO_PKG_NAME")))
         // Our events become span events (the "record processed" line with
         // its outcome); their `message` is the event's name.
         .with_filter(exported);

@@ -5,10 +5,12 @@
 //! `Unsettled`, holding an [`Unsettled`]: the outcomes that are the same for
 //! every consumer because they are decided before or outside its rules — the
 //! record is not a valid event, a dependency failed, or the record was not
-//! attempted. Their labels, log levels and wording live here, once; a
-//! consumer's enum marks that variant `#[strum(transparent)]` so its label is
-//! the inner one ("Invalid", "Failed", "NotAttempted") and [`labels`] lists
-//! them with the consumer's own.
+//! attempted. Their labels, log levels and wording live here, once: a
+//! consumer's `label` returns [`Unsettled::label`] for that variant, its
+//! [`Verdict::LABELS`] lists only its own verdicts, and [`labels`] lists
+//! both. No derive macro is needed (a consumer may use strum's
+//! `IntoStaticStr` with `#[strum(transparent)]` on the variant: `Unsettled`
+//! converts to its label).
 //!
 //! None of these is ever acknowledged: the message goes back to its queue
 //! (or the stream batch is retried), which is what keeps "nothing is lost"
@@ -61,7 +63,7 @@ impl Failure for StoreError {
 }
 
 /// The outcomes shared by every consumer. Never acknowledged.
-#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unsettled<F = StoreError> {
     /// The body is not a valid event: it cannot succeed as sent, and goes to
     /// the DLQ after its receives, where an operator can read why.
@@ -70,6 +72,28 @@ pub enum Unsettled<F = StoreError> {
     Failed(F),
     /// Not attempted in this invocation.
     NotAttempted(Skip),
+}
+
+impl<F> Unsettled<F> {
+    /// The labels of the shared outcomes, in the order of the variants.
+    pub const LABELS: [&'static str; 3] = ["Invalid", "Failed", "NotAttempted"];
+
+    /// The variant's name: its log label and metric name.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Unsettled::Invalid(_) => Self::LABELS[0],
+            Unsettled::Failed(_) => Self::LABELS[1],
+            Unsettled::NotAttempted(_) => Self::LABELS[2],
+        }
+    }
+}
+
+/// The label, for a consumer whose enum derives strum's `IntoStaticStr`
+/// with the variant holding `Unsettled` marked `#[strum(transparent)]`.
+impl<F> From<&Unsettled<F>> for &'static str {
+    fn from(u: &Unsettled<F>) -> Self {
+        u.label()
+    }
 }
 
 impl<F: Failure> Unsettled<F> {
@@ -95,21 +119,19 @@ impl<F: fmt::Display> fmt::Display for Unsettled<F> {
     }
 }
 
-/// The name a consumer's enum gives the variant that holds [`Unsettled`].
-pub const UNSETTLED_VARIANT: &str = "Unsettled";
-
 /// What the batch needs to know about a consumer's per-record outcome.
 ///
-/// A consumer's enum derives `strum::VariantNames` (its labels, with
-/// `Unsettled`'s replaced by the shared ones in [`labels`]), implements
-/// `Display` and `From<Unsettled<Failure>>`, and here names its `Failure`
-/// and implements `unsettled`, `acknowledge`, `label` and `level`. The rest
-/// is provided.
-pub trait Verdict:
-    Clone + fmt::Display + Send + 'static + From<Unsettled<Self::Failure>> + strum::VariantNames
-{
+/// A consumer's enum implements `Display` and `From<Unsettled<Failure>>`,
+/// and here names its `Failure`, lists its own labels in `LABELS` and
+/// implements `unsettled`, `acknowledge`, `label` and `level`. The rest is
+/// provided.
+pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::Failure>> {
     /// What `Unsettled::Failed` carries for this consumer.
     type Failure: Failure;
+    /// The labels of the consumer's own verdicts (not the shared ones,
+    /// which [`labels`] adds): every one `label` can return for them, so
+    /// that metrics report zeros for the outcomes that did not occur.
+    const LABELS: &'static [&'static str];
     /// The shared outcome, if this is one.
     fn unsettled(&self) -> Option<&Unsettled<Self::Failure>>;
     /// May the message be deleted from its queue (or the stream move on)?
@@ -117,8 +139,8 @@ pub trait Verdict:
     /// The batch asks [`Verdict::acknowledged`], which never lets an
     /// `Unsettled` outcome through, whatever this says.
     fn acknowledge(&self) -> bool;
-    /// A stable name, used in logs and as the metric name (strum's
-    /// `IntoStaticStr` with the `Unsettled` variant transparent).
+    /// A stable name, used in logs and as the metric name: one of
+    /// `LABELS`, or [`Unsettled::label`] for the shared outcomes.
     fn label(&self) -> &'static str;
     /// How loudly the record's line is logged; for `Unsettled`, delegate to
     /// [`Unsettled::level`].
@@ -154,7 +176,7 @@ pub trait Verdict:
         matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
     }
     /// How soon the message should come back if it is not acknowledged
-    /// (see [`crate::backoff`]). The shared outcomes are classified
+    /// (see [`BackoffPolicy`](crate::BackoffPolicy)). The shared outcomes are classified
     /// here; the consumer's own through [`Verdict::own_retry_class`].
     fn retry_class(&self) -> RetryClass {
         match self.unsettled() {
@@ -182,25 +204,16 @@ pub trait Verdict:
 /// Every label of `O`: its own verdicts' names and the shared ones, so that
 /// metrics report zeros for outcomes that did not occur.
 pub fn labels<O: Verdict>() -> impl Iterator<Item = &'static str> {
-    debug_assert!(
-        O::VARIANTS.contains(&UNSETTLED_VARIANT),
-        "the variant holding Unsettled must be named {UNSETTLED_VARIANT}"
-    );
-    O::VARIANTS
-        .iter()
-        .copied()
-        .filter(|name| *name != UNSETTLED_VARIANT)
-        .chain(<Unsettled as strum::VariantNames>::VARIANTS.iter().copied())
+    O::LABELS.iter().copied().chain(Unsettled::<()>::LABELS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Debug, Clone, PartialEq, strum::IntoStaticStr, strum::VariantNames)]
+    #[derive(Debug, Clone, PartialEq)]
     enum Toy {
         Done,
-        #[strum(transparent)]
         Unsettled(Unsettled),
     }
 
@@ -221,6 +234,7 @@ mod tests {
 
     impl Verdict for Toy {
         type Failure = StoreError;
+        const LABELS: &'static [&'static str] = &["Done"];
         fn unsettled(&self) -> Option<&Unsettled> {
             match self {
                 Toy::Unsettled(u) => Some(u),
@@ -231,7 +245,10 @@ mod tests {
             matches!(self, Toy::Done)
         }
         fn label(&self) -> &'static str {
-            self.into()
+            match self {
+                Toy::Done => "Done",
+                Toy::Unsettled(u) => u.label(),
+            }
         }
         fn level(&self) -> Level {
             match self {

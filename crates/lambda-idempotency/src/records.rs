@@ -12,17 +12,25 @@
 //! [`SqsInput`] refuses it, so the invocation fails with a clear error and
 //! the whole batch goes back to the queue (nothing is acknowledged).
 
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
 use std::fmt;
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
 use std::marker::PhantomData;
 
+#[cfg(feature = "dynamodb-streams")]
 use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
+#[cfg(feature = "sqs")]
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+#[cfg(feature = "dynamodb-streams")]
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{DeserializeOwned, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
-
-use crate::redelivery::Redeliverable;
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
+use serde::de::{MapAccess, Visitor};
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
+use serde::{Deserialize, Deserializer};
 
 /// A Lambda event as read from the Runtime API, and the event it carries.
 pub trait StrictInput: DeserializeOwned + Send {
@@ -30,6 +38,17 @@ pub trait StrictInput: DeserializeOwned + Send {
     type Event;
     /// Unwrap the event.
     fn into_inner(self) -> Self::Event;
+}
+
+/// What SQS needs to change one message's visibility, read from its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Redeliverable<'a> {
+    /// The queue the message came from (`eventSourceARN`).
+    pub queue_arn: &'a str,
+    /// This receive's handle.
+    pub receipt_handle: &'a str,
+    /// `ApproximateReceiveCount` (1 on the first receive).
+    pub receive_count: u32,
 }
 
 /// A record of a batch as Lambda delivers it.
@@ -49,8 +68,8 @@ pub trait BatchRecord: Sync {
     where
         Self: Sized;
     /// Where the record came from and how to make it visible again sooner
-    /// or later ([`crate::redelivery`]); `None` for sources that
-    /// retry by themselves (streams).
+    /// or later (the `redelivery` module, feature `sqs`); `None` for
+    /// sources that retry by themselves (streams).
     fn redelivery(&self) -> Option<Redeliverable<'_>> {
         None
     }
@@ -62,6 +81,8 @@ pub trait BatchRecord: Sync {
     }
 }
 
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 impl BatchRecord for SqsMessage {
     type Event = SqsEvent;
 
@@ -101,6 +122,8 @@ impl BatchRecord for SqsMessage {
     }
 }
 
+#[cfg(feature = "dynamodb-streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 impl BatchRecord for EventRecord {
     type Event = StreamEvent;
 
@@ -146,6 +169,8 @@ pub trait BatchEvent: Send + Sync {
     fn response(failed: Vec<String>) -> Self::Response;
 }
 
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 impl BatchEvent for SqsEvent {
     type Record = SqsMessage;
     type Input = SqsInput;
@@ -164,6 +189,8 @@ impl BatchEvent for SqsEvent {
     }
 }
 
+#[cfg(feature = "dynamodb-streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 impl BatchEvent for StreamEvent {
     type Record = EventRecord;
     type Input = StreamInput;
@@ -187,9 +214,12 @@ impl BatchEvent for StreamEvent {
 
 /// An [`SqsEvent`] read strictly: the event and each record must be JSON
 /// objects. Everything inside a record is read exactly as `SqsEvent` reads it.
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 #[derive(Debug, Clone, Default)]
 pub struct SqsInput(pub SqsEvent);
 
+#[cfg(feature = "sqs")]
 impl StrictInput for SqsInput {
     type Event = SqsEvent;
     fn into_inner(self) -> SqsEvent {
@@ -197,6 +227,7 @@ impl StrictInput for SqsInput {
     }
 }
 
+#[cfg(feature = "sqs")]
 impl<'de> Deserialize<'de> for SqsInput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // `SqsEvent` is `#[non_exhaustive]`: start from its default.
@@ -207,6 +238,7 @@ impl<'de> Deserialize<'de> for SqsInput {
 }
 
 /// `{"Records": [...]}`, the event and every record read only from objects.
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
 fn records<'de, D: Deserializer<'de>, R: Deserialize<'de>>(
     deserializer: D,
 ) -> Result<Vec<R>, D::Error> {
@@ -222,9 +254,12 @@ fn records<'de, D: Deserializer<'de>, R: Deserialize<'de>>(
 /// A DynamoDB stream event read as strictly: the event and each record
 /// must be JSON objects (a record read from an array would carry a
 /// SequenceNumber nobody issued).
+#[cfg(feature = "dynamodb-streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 #[derive(Debug, Clone, Default)]
 pub struct StreamInput(pub StreamEvent);
 
+#[cfg(feature = "dynamodb-streams")]
 impl StrictInput for StreamInput {
     type Event = StreamEvent;
     fn into_inner(self) -> StreamEvent {
@@ -232,6 +267,7 @@ impl StrictInput for StreamInput {
     }
 }
 
+#[cfg(feature = "dynamodb-streams")]
 impl<'de> Deserialize<'de> for StreamInput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut event = StreamEvent::default();
@@ -241,8 +277,10 @@ impl<'de> Deserialize<'de> for StreamInput {
 }
 
 /// `T`, deserialized only from a map (a JSON object), never from a sequence.
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
 struct Object<T>(T);
 
+#[cfg(any(feature = "sqs", feature = "dynamodb-streams"))]
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct OnlyMaps<T>(PhantomData<T>);
@@ -265,7 +303,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sqs", feature = "dynamodb-streams"))]
 mod tests {
     use super::*;
 

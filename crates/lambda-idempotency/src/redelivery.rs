@@ -1,5 +1,5 @@
 //! When an unacknowledged SQS message comes back: its visibility is set,
-//! before the batch answers, to the delay [`crate::backoff`] gives its
+//! before the batch answers, to the delay [`BackoffPolicy`] gives its
 //! outcome, with one `ChangeMessageVisibilityBatch` call per ten messages.
 //!
 //! This can only change *when* a message comes back, never *whether*: the
@@ -30,19 +30,9 @@ use tokio::time::Instant;
 
 use crate::backoff::{BackoffPolicy, RetryClass};
 use crate::batch::BatchReport;
+use crate::metrics::VisibilityTally;
 use crate::outcome::Verdict;
 use crate::records::BatchRecord;
-
-/// What SQS needs to change one message's visibility, read from its record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Redeliverable<'a> {
-    /// The queue the message came from (`eventSourceARN`).
-    pub queue_arn: &'a str,
-    /// This receive's handle.
-    pub receipt_handle: &'a str,
-    /// `ApproximateReceiveCount` (1 on the first receive).
-    pub receive_count: u32,
-}
 
 /// One message's new visibility.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,16 +47,6 @@ pub struct Delay {
     pub class: RetryClass,
     /// Seconds until it is visible again.
     pub visibility_secs: u64,
-}
-
-/// How many visibility changes SQS confirmed, and how many it did not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VisibilityTally {
-    /// Messages whose visibility was set.
-    pub changed: u64,
-    /// Messages whose visibility could not be set (they come back after
-    /// the queue's visibility timeout).
-    pub failed: u64,
 }
 
 /// The queue URL of an SQS queue ARN, or `None` if it is not one.
@@ -153,8 +133,8 @@ const ANSWER_RESERVE: Duration = Duration::from_millis(250);
 const PHASE_MAX: Duration = Duration::from_secs(3);
 
 /// When the visibility phase must stop: half the deadline margin (at least
-/// [`ANSWER_RESERVE`]) before the deadline, and never more than
-/// [`PHASE_MAX`] from `now`, so a slow SQS costs each invocation at most
+/// 250 ms) before the deadline, and never more than
+/// 3 s from `now`, so a slow SQS costs each invocation at most
 /// that, and the answer is never pushed past the deadline, even with
 /// `DEADLINE_MARGIN_MS=0`.
 pub fn cutoff(deadline: Instant, margin: Duration, now: Instant) -> Instant {
@@ -356,15 +336,17 @@ mod tests {
         }
     }
 
-    #[derive(
-        Debug, Clone, PartialEq, strum::IntoStaticStr, strum::VariantNames, strum::Display,
-    )]
+    #[derive(Debug, Clone, PartialEq)]
     enum Toy {
         Done,
         Early,
         Conflict,
-        #[strum(transparent)]
         Unsettled(Unsettled),
+    }
+    impl std::fmt::Display for Toy {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.label())
+        }
     }
     impl From<Unsettled> for Toy {
         fn from(u: Unsettled) -> Self {
@@ -373,6 +355,7 @@ mod tests {
     }
     impl Verdict for Toy {
         type Failure = crate::error::StoreError;
+        const LABELS: &'static [&'static str] = &["Done", "Early", "Conflict"];
         fn unsettled(&self) -> Option<&Unsettled> {
             match self {
                 Toy::Unsettled(u) => Some(u),
@@ -383,7 +366,12 @@ mod tests {
             matches!(self, Toy::Done)
         }
         fn label(&self) -> &'static str {
-            self.into()
+            match self {
+                Toy::Done => "Done",
+                Toy::Early => "Early",
+                Toy::Conflict => "Conflict",
+                Toy::Unsettled(u) => u.label(),
+            }
         }
         fn level(&self) -> tracing::Level {
             tracing::Level::INFO

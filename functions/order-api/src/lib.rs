@@ -42,13 +42,13 @@ use domain::{
 use event::{
     AuthMode, KeyError, PlaceOrder, Scope, decode_segment, is_json, parse_key, parse_place_order,
 };
-use lambda_idempotency::batch::deadline_epoch_ms;
+use lambda_idempotency::StoreError;
 use lambda_idempotency::config::{ConfigError, Telemetry, parse_in, required};
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::function::{ColdStart, invocation_span};
+use lambda_idempotency::deadline_epoch_ms;
 use lambda_idempotency::metrics::{self, OutcomeCounts};
 use lambda_idempotency::time::{epoch_ms, rfc3339, unique_id};
 use lambda_idempotency::wire::{Id, Timestamp};
+use lambda_idempotency::{ColdStart, invocation_span};
 use order_consumer::orders::domain::OrderView;
 use order_consumer::orders::event::{OrderEvent, Payload, Seq};
 use store::{ApiStore, Claim};

@@ -18,8 +18,8 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use crate::domain::{Record, StoredResponse};
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
-use lambda_idempotency::error::StoreError;
 use order_consumer::orders::event::OrderEvent;
 use order_consumer::orders::store::OrderStore;
 

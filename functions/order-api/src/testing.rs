@@ -11,7 +11,7 @@ use crate::store::ApiStore;
 use crate::{ApiConfig, OrderApi};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use lambda_idempotency::error::StoreError;
+use lambda_idempotency::StoreError;
 use lambda_idempotency::time::epoch_ms;
 use order_consumer::testing::{RequestCounter, TestDb, create_table, scan_all};
 

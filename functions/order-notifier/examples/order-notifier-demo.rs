@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lambda_idempotency::outcome::Verdict;
-use lambda_idempotency::records::{SqsInput, StrictInput};
+use lambda_idempotency::Verdict;
+use lambda_idempotency::{SqsInput, StrictInput};
 use order_consumer::orders::OrderConfig;
 use order_consumer::orders::store::OrderStore;
 use order_consumer::testing::demo::{client, deadline, start_server};
@@ -30,7 +30,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // With its stream, as in template.yaml.
     order_consumer::testing::create_streamed_orders_table(&client, TABLE).await?;
     let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
-    let consumer = order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config);
+    let consumer =
+        order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config)?;
     // The order consumer's sample events (their outcomes are the root
     // demo's to show): here they only write the orders and so the stream.
     let events = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events");

@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tracing::Level;
 
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::outcome::{Failure, Unsettled, Verdict};
+use lambda_idempotency::StoreError;
 use lambda_idempotency::wire::{MAX_ID_BYTES, ParseError};
+use lambda_idempotency::{Failure, Unsettled, Verdict};
 use order_consumer::orders::domain::Status;
 
 /// The notifications customers get.
@@ -313,6 +313,16 @@ impl fmt::Display for NotifyOutcome {
 
 impl Verdict for NotifyOutcome {
     type Failure = NotifyError;
+    const LABELS: &'static [&'static str] = &[
+        "Sent",
+        "AlreadySent",
+        "NothingToSend",
+        "Rejected",
+        "AlreadyRejected",
+        "Busy",
+        "Unreadable",
+        "AlreadyUnreadable",
+    ];
 
     fn unsettled(&self) -> Option<&Unsettled<NotifyError>> {
         match self {

@@ -55,12 +55,12 @@ use domain::{
     classify_claim_refusal, notification_for,
 };
 use event::Read;
-use lambda_idempotency::batch::{BatchContext, Handler};
-use lambda_idempotency::config::{ConfigError, Runtime, parse_in, required};
-use lambda_idempotency::function::Function;
-use lambda_idempotency::outcome::{Skip, Unsettled};
+use lambda_idempotency::config::{ConfigError, Settings, parse_in, required};
 use lambda_idempotency::time::{epoch_ms, unique_id};
 use lambda_idempotency::wire::ParseError;
+use lambda_idempotency::{BatchContext, Handler};
+use lambda_idempotency::{BuildError, Function};
+use lambda_idempotency::{Skip, Unsettled};
 use order_consumer::orders::domain::Status;
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
@@ -79,6 +79,19 @@ pub struct NotifierHandler {
 }
 
 impl NotifierHandler {
+    /// The handler on `client`, over the table `config` names, posting to
+    /// `webhook_url` (the configured literal, or what the bootstrap read
+    /// from SSM).
+    pub fn from_config(
+        client: aws_sdk_dynamodb::Client,
+        config: &NotifierConfig,
+        webhook_url: &WebhookUrl,
+    ) -> Result<Self, reqwest::Error> {
+        let webhook = Webhook::new(webhook_url, config.webhook_timeout)?;
+        let store = NotificationStore::new(client, &config.notifications_table);
+        Ok(NotifierHandler::new(store, webhook))
+    }
+
     pub fn new(store: NotificationStore, webhook: Webhook) -> Self {
         let lease = LeasePolicy {
             // The longest the claim's UpdateItem may take: the SDK's
@@ -154,7 +167,16 @@ impl Handler for NotifierHandler {
         }
     }
 
-    async fn apply(&self, read: &Read, cx: &BatchContext) -> NotifyOutcome {
+    async fn apply(&self, read: &Read, cx: &BatchContext) -> Result<NotifyOutcome, NotifyError> {
+        // The verdict carries its own failures (`Unsettled::Failed`), as
+        // it always did; the `Err` path is there for handlers using `?`.
+        Ok(self.verdict(read, cx).await)
+    }
+}
+
+impl NotifierHandler {
+    /// One record's verdict ([`Handler::apply`]).
+    async fn verdict(&self, read: &Read, cx: &BatchContext) -> NotifyOutcome {
         let change = match read {
             Read::Change(change) => change,
             Read::Unreadable(u) => return self.record_unreadable(u).await,
@@ -276,7 +298,7 @@ pub struct NotifierConfig {
     pub webhook_timeout: Duration,
     /// `MAX_CONCURRENCY` (orders notified concurrently),
     /// `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default `OrderNotifier`).
-    pub runtime: Runtime,
+    pub runtime: Settings,
 }
 
 impl NotifierConfig {
@@ -294,9 +316,25 @@ impl NotifierConfig {
                 3_000,
                 100..=30_000,
             )?),
-            runtime: Runtime::from_lookup(&get, "OrderNotifier", "order-notifier")?,
+            runtime: Settings::from_lookup(&get, "OrderNotifier", "order-notifier")?,
         })
     }
+}
+
+/// The function's name in its invocation errors (`OrderNotifier.<case>`).
+pub const NAME: &str = "OrderNotifier";
+
+/// Why the notifier could not be built: its webhook client, or the
+/// function itself.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifierBuildError {
+    /// The webhook client (reqwest's error may name the URL: strip it with
+    /// `without_url` before logging).
+    #[error(transparent)]
+    Webhook(#[from] reqwest::Error),
+    /// The function's settings.
+    #[error(transparent)]
+    Function(#[from] BuildError),
 }
 
 /// The `order-notifier` function: built once per cold start. Failed
@@ -310,14 +348,12 @@ pub fn function(
     client: aws_sdk_dynamodb::Client,
     config: NotifierConfig,
     webhook_url: &WebhookUrl,
-) -> Result<NotifierFunction, reqwest::Error> {
-    let webhook = Webhook::new(webhook_url, config.webhook_timeout)?;
-    let store = NotificationStore::new(client, &config.notifications_table);
-    Ok(Function::with_handler(
-        NotifierHandler::new(store, webhook),
-        config.runtime,
-        "OrderNotifier",
-    ))
+) -> Result<NotifierFunction, NotifierBuildError> {
+    let handler = NotifierHandler::from_config(client, &config, webhook_url)?;
+    Ok(Function::builder(handler)
+        .name(NAME)?
+        .settings(config.runtime)
+        .build()?)
 }
 
 #[cfg(test)]

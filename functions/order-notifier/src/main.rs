@@ -3,9 +3,9 @@
 //! as the other functions: configuration, telemetry and clients once per
 //! cold start, plus one read of the webhook URL from SSM.
 
-use lambda_idempotency::bootstrap;
-use order_notifier::NotifierConfig;
+use lambda_idempotency::{Function, bootstrap};
 use order_notifier::url::{self, WebhookSource};
+use order_notifier::{NotifierConfig, NotifierHandler};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -32,8 +32,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let notifier = match order_notifier::function(client, config, &webhook_url) {
-        Ok(notifier) => notifier,
+    let handler = match NotifierHandler::from_config(client, &config, &webhook_url) {
+        Ok(handler) => handler,
         Err(e) => {
             // reqwest errors may name the URL: never log it.
             let e = e.without_url();
@@ -43,5 +43,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         }
     };
 
-    notifier.serve().await
+    Function::builder(handler)
+        .name(order_notifier::NAME)?
+        .settings(config.runtime)
+        .build()?
+        .serve()
+        .await
 }

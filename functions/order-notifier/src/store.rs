@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use crate::domain::{Notification, Stored, Unreadable};
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Conditional, from_item, n as num, s, send_conditional};
-use lambda_idempotency::error::StoreError;
 
 /// The table's hash key: `{orderId}#{template}`.
 pub const KEY: &str = "notification_id";

@@ -25,7 +25,7 @@ fn main() {
 }
 
 async fn figures(r: &mut Report) {
-    use lambda_idempotency::outcome::Verdict;
+    use lambda_idempotency::Verdict;
     const N: usize = 1_000;
     const ACCOUNTS: usize = 100;
     r.line(format!(
@@ -64,7 +64,7 @@ async fn figures(r: &mut Report) {
     for _ in 0..RUNS {
         let db = LedgerDb::new().await;
         let (client, counter) = counted(&db.db.client);
-        let ledger = payment_ledger::function(client, db.config());
+        let ledger = payment_ledger::function(client, db.config()).expect("the ledger builds");
         for ((_, bodies, want), row) in steps.iter().zip(&mut rows) {
             let event = batch_of(bodies);
             let before = counter.get();

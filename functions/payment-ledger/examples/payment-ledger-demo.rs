@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "ACCOUNTS_TABLE" => Some(ACCOUNTS.to_owned()),
         _ => None,
     })?;
-    let ledger = payment_ledger::function(client.clone(), ledger_config);
+    let ledger = payment_ledger::function(client.clone(), ledger_config)?;
     let mismatches = run_scenarios(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("events"),
         async |event| ledger.handle_batch(event, deadline()).await,

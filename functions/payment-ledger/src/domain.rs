@@ -17,9 +17,9 @@
 use tracing::Level;
 
 use crate::event::{LedgerEvent, Movement};
-use lambda_idempotency::backoff::RetryClass;
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::outcome::{Unsettled, Verdict};
+use lambda_idempotency::RetryClass;
+use lambda_idempotency::StoreError;
+use lambda_idempotency::{Unsettled, Verdict};
 
 /// A ledger entry as stored (the fields classification needs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +194,8 @@ impl std::fmt::Display for LedgerOutcome {
 
 impl Verdict for LedgerOutcome {
     type Failure = StoreError;
+    const LABELS: &'static [&'static str] =
+        &["Applied", "Duplicate", "Early", "Suspended", "Conflict"];
 
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
@@ -427,8 +429,8 @@ fn other_code<T>(r: &Reason<T>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::event::parse_body;
-    use lambda_idempotency::outcome::{Skip, labels};
     use lambda_idempotency::wire::ParseError;
+    use lambda_idempotency::{Skip, labels};
     use serde_json::json;
 
     fn capture(amount: u64) -> LedgerEvent {

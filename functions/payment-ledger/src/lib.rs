@@ -38,11 +38,11 @@ use domain::Decision;
 pub use domain::LedgerOutcome;
 pub use event::LedgerEvent;
 use event::{Movement, parse_body};
-use lambda_idempotency::batch::{BatchContext, Handler};
-use lambda_idempotency::config::{ConfigError, Runtime, required};
-use lambda_idempotency::function::Function;
-use lambda_idempotency::outcome::Unsettled;
+use lambda_idempotency::Unsettled;
+use lambda_idempotency::config::{ConfigError, Settings, required};
 use lambda_idempotency::wire::ParseError;
+use lambda_idempotency::{BatchContext, Handler, StoreError};
+use lambda_idempotency::{BuildError, Function};
 use store::{LedgerStore, Parked, Txn};
 
 /// The ledger's record handling.
@@ -54,6 +54,15 @@ pub struct LedgerHandler {
 impl LedgerHandler {
     pub fn new(store: LedgerStore) -> Self {
         LedgerHandler { store }
+    }
+
+    /// The handler on `client`, over the tables `config` names.
+    pub fn from_config(client: aws_sdk_dynamodb::Client, config: &LedgerConfig) -> Self {
+        LedgerHandler::new(LedgerStore::new(
+            client,
+            &config.ledger_table,
+            &config.accounts_table,
+        ))
     }
 }
 
@@ -94,7 +103,20 @@ impl Handler for LedgerHandler {
         )
     }
 
-    async fn apply(&self, ev: &LedgerEvent, _cx: &BatchContext) -> LedgerOutcome {
+    async fn apply(
+        &self,
+        ev: &LedgerEvent,
+        _cx: &BatchContext,
+    ) -> Result<LedgerOutcome, StoreError> {
+        // The verdict carries its own failures (`Unsettled::Failed`), as
+        // it always did; the `Err` path is there for handlers using `?`.
+        Ok(self.verdict(ev, _cx).await)
+    }
+}
+
+impl LedgerHandler {
+    /// One record's verdict ([`Handler::apply`]).
+    async fn verdict(&self, ev: &LedgerEvent, _cx: &BatchContext) -> LedgerOutcome {
         let reason = match self.store.apply(ev).await {
             Ok(Txn::Committed) => return LedgerOutcome::Applied,
             Ok(Txn::Cancelled(c)) => match domain::classify_cancellation(ev, &c) {
@@ -124,7 +146,7 @@ pub struct LedgerConfig {
     pub accounts_table: String,
     /// `MAX_CONCURRENCY` (accounts written concurrently),
     /// `DEADLINE_MARGIN_MS`, `METRICS_NAMESPACE` (default `PaymentLedger`).
-    pub runtime: Runtime,
+    pub runtime: Settings,
 }
 
 impl LedgerConfig {
@@ -136,19 +158,27 @@ impl LedgerConfig {
         Ok(LedgerConfig {
             ledger_table: required(&get, "LEDGER_TABLE")?,
             accounts_table: required(&get, "ACCOUNTS_TABLE")?,
-            runtime: Runtime::from_lookup(&get, "PaymentLedger", "payment-ledger")?,
+            runtime: Settings::from_lookup(&get, "PaymentLedger", "payment-ledger")?,
         })
     }
 }
+
+/// The function's name in its invocation errors (`PaymentLedger.<case>`).
+pub const NAME: &str = "PaymentLedger";
 
 /// The `payment-ledger` function: built once per cold start. Invocation
 /// errors are `PaymentLedger.<case>`.
 pub type LedgerFunction = Function<LedgerHandler>;
 
 /// The `payment-ledger` function on `client`, configured by `config`.
-pub fn function(client: aws_sdk_dynamodb::Client, config: LedgerConfig) -> LedgerFunction {
-    let store = LedgerStore::new(client, &config.ledger_table, &config.accounts_table);
-    Function::with_handler(LedgerHandler::new(store), config.runtime, "PaymentLedger")
+pub fn function(
+    client: aws_sdk_dynamodb::Client,
+    config: LedgerConfig,
+) -> Result<LedgerFunction, BuildError> {
+    Function::builder(LedgerHandler::from_config(client, &config))
+        .name(NAME)?
+        .settings(config.runtime)
+        .build()
 }
 
 #[cfg(test)]

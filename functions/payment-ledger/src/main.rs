@@ -3,8 +3,8 @@
 //! `order-consumer`: configuration, telemetry and the client once per cold
 //! start.
 
-use lambda_idempotency::bootstrap;
-use payment_ledger::LedgerConfig;
+use lambda_idempotency::{Function, bootstrap};
+use payment_ledger::{LedgerConfig, LedgerHandler};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -18,8 +18,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         max_concurrency = config.runtime.max_concurrency,
         "cold start"
     );
-    let redelivery = bootstrap::redelivery(&config.runtime).await;
-    let ledger = payment_ledger::function(client, config).with_redelivery(redelivery);
-
-    ledger.serve().await
+    Function::builder(LedgerHandler::from_config(client, &config))
+        .name(payment_ledger::NAME)?
+        .redelivery(bootstrap::redelivery(&config.runtime).await)
+        .settings(config.runtime)
+        .build()?
+        .serve()
+        .await
 }

@@ -32,8 +32,8 @@ use crate::domain::{
     AccountSnapshot, Cancellation, EntrySnapshot, Reason, SuspenseReason, SuspenseSnapshot,
 };
 use crate::event::{LedgerEvent, Movement};
+use lambda_idempotency::StoreError;
 use lambda_idempotency::dynamo::{Item, n, number, s, store_error, string};
-use lambda_idempotency::error::StoreError;
 use lambda_idempotency::time::{epoch_ms, unique_id};
 
 /// The ledger table's hash key.

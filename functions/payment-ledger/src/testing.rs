@@ -8,7 +8,7 @@ use crate::store::{ACCOUNT_KEY, ENTRY_KEY};
 use crate::{LedgerConfig, LedgerFunction};
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::outcome::Verdict;
+use lambda_idempotency::Verdict;
 use order_consumer::testing::{TestDb, create_table, failed_ids, far_deadline, s, scan_all};
 use serde_json::{Value, json};
 
@@ -50,7 +50,7 @@ impl LedgerDb {
     }
 
     pub fn consumer(&self) -> LedgerFunction {
-        crate::function(self.db.client.clone(), self.config())
+        crate::function(self.db.client.clone(), self.config()).expect("the ledger builds")
     }
 
     async fn get(

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::batch::BatchError;
-use lambda_idempotency::outcome::{Unsettled, Verdict};
+use lambda_idempotency::BatchError;
 use lambda_idempotency::time::epoch_ms;
+use lambda_idempotency::{Unsettled, Verdict};
 use order_notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_notifier::store::{Claim, KEY, NotificationStore};
 use order_notifier::url::{URL_VAR, WebhookUrl};
@@ -615,7 +615,7 @@ fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {
     s(item, key)
 }
 
-fn outcome_of(report: &lambda_idempotency::batch::BatchReport<NotifyOutcome>) -> NotifyOutcome {
+fn outcome_of(report: &lambda_idempotency::BatchReport<NotifyOutcome>) -> NotifyOutcome {
     report.records[0].outcome.clone()
 }
 
@@ -816,9 +816,7 @@ async fn a_post_the_invocation_cannot_cover_is_not_started() {
     let (report, _) = n.handle_batch(&event, deadline).await;
     assert_eq!(
         outcome_of(&report),
-        NotifyOutcome::Unsettled(Unsettled::NotAttempted(
-            lambda_idempotency::outcome::Skip::Deadline
-        ))
+        NotifyOutcome::Unsettled(Unsettled::NotAttempted(lambda_idempotency::Skip::Deadline))
     );
     let key = "order-ord-1-order-confirmation";
     assert_eq!(s.provider.requests(key), 0, "no POST started");
@@ -909,7 +907,7 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
     assert_eq!(
         outcome_of(&report),
         NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
-            lambda_idempotency::error::StoreError::Network
+            lambda_idempotency::StoreError::Network
         )))
     );
     let key = "order-ord-1-order-confirmation";
@@ -925,4 +923,14 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
     assert_eq!(labels, ["Sent"]);
     assert!(failed.is_empty());
     assert_eq!(s.provider.requests(key), 1);
+}
+
+#[test]
+fn the_notifiers_labels_cover_its_verdicts() {
+    use strum::VariantNames;
+    order_consumer::testing::assert_labels_cover_variants::<NotifyOutcome>(
+        "notifier",
+        NotifyOutcome::VARIANTS,
+        "Unsettled",
+    );
 }

@@ -2,8 +2,8 @@
 //! classification of a (cancelled) TransactWriteItems, with the balance and
 //! the entries checked after each step.
 
-use lambda_idempotency::error::StoreError;
-use lambda_idempotency::outcome::{Unsettled, Verdict};
+use lambda_idempotency::StoreError;
+use lambda_idempotency::{Unsettled, Verdict};
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -466,7 +466,8 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
         ("PutItem", Fault::Body(500, PUT_FAILS)),
     ]))
     .await;
-    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config());
+    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config())
+        .expect("the ledger builds");
     let usd = payment("PaymentCaptured", "e2", "p2", None, "a1", 100, "USD");
     let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
     assert_eq!(
@@ -526,7 +527,8 @@ async fn invalid_bodies_fail_alone() {
 async fn a_transaction_conflict_is_a_retryable_failure() {
     const BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}"#;
     let server = FaultProxy::answering(Fault::Body(400, BODY)).await;
-    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config());
+    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config())
+        .expect("the ledger builds");
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500), invalid_body()]),
@@ -550,7 +552,8 @@ async fn a_transaction_conflict_is_a_retryable_failure() {
 #[tokio::test]
 async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocation() {
     let server = FaultProxy::answering(Fault::Throttle("ThrottlingException")).await;
-    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config());
+    let l = payment_ledger::function(client_for(&server.url()), test_ledger_config())
+        .expect("the ledger builds");
     let (report, response) = l
         .handle_batch(
             &batch_of(&[captured("e1", "p1", "a1", 500)]),
@@ -578,4 +581,15 @@ fn test_ledger_config() -> payment_ledger::LedgerConfig {
 
 fn invalid_body() -> serde_json::Value {
     serde_json::json!({"type": "PaymentCaptured"})
+}
+
+#[test]
+fn the_ledgers_labels_cover_its_verdicts() {
+    use payment_ledger::domain::LedgerOutcome;
+    use strum::VariantNames;
+    order_consumer::testing::assert_labels_cover_variants::<LedgerOutcome>(
+        "ledger",
+        LedgerOutcome::VARIANTS,
+        "Unsettled",
+    );
 }
