@@ -39,7 +39,7 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) IDEMPOTENCY_TABLE=$(IDEMPOTENCY_TABLE)
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
+.PHONY: check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -139,3 +139,6 @@ fmt: ## Format the code
 lint: ## rustfmt check + clippy with warnings as errors
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package verified
+	bash scripts/lib-check.sh
