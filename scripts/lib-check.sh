@@ -12,18 +12,23 @@
 #    with the crate's warnings as errors: an item or import used only under
 #    one feature fails here, not in an adopter's build. The feature list is
 #    read from `cargo metadata`, so a new feature is covered as it is added.
-# 4. `cargo package` with verification: the crate is built from its packaged
-#    files alone (a file missing from `include` fails here), with its
-#    dependencies from the registry, not the workspace. The crates are
-#    packaged in one command so that one that depends on another (the
-#    testing crate on the library, by path and version) is verified against
-#    the packaged one through cargo's local registry overlay: the library is
-#    not on crates.io yet.
+# 4. `cargo package`: every crate is packaged (its Cargo.toml normalised,
+#    its Cargo.lock generated; one command, so that the testing crate's
+#    dependency on the library, by path and version, resolves to the
+#    packaged library through cargo's local registry overlay: the library is
+#    not on crates.io yet). A crate that depends on no other member (the
+#    library) is then verified: built from its packaged files alone, with its
+#    dependencies from the registry (a file missing from `include` fails).
+#    A crate that depends on another member (the testing crate) is verified
+#    only with LIB_CHECK_VERIFY_ALL=1: its own feature set (dynoxide's tokio
+#    features) rebuilds the whole AWS SDK stack once more, about as much CPU
+#    as the library's verification, for little: its sources are compiled by
+#    step 2 (from the workspace) and the library it uses is verified.
 #
 # Costs: steps 2 and 3 check, step 4 builds, each with the crate's own
 # feature set rather than the workspace's unified one, so a first run builds
-# the dependencies again in those sets (minutes, once; docs/performance.md);
-# later runs only the crates themselves.
+# the dependencies again in those sets (minutes, once; docs/performance.md,
+# "Time to a green run"); later runs only the crates themselves.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -126,7 +131,7 @@ EOF
 done
 step_done
 
-step "cargo package, verified from the packaged files"
+step "cargo package; verified from the packaged files"
 # The verify build's workspace is the packaged crate alone, without this
 # workspace's [profile.dev]: pass it on, so that its dependencies are built
 # as every other dev build here builds them (cheaper: no debug info for
@@ -147,11 +152,40 @@ EOF
 )
 profile=()
 [ -z "$profile_txt" ] || mapfile -t profile <<<"$profile_txt"
+# The members that depend on no other member (by a non-dev path dependency):
+# they can be verified against the registry alone.
+standalone_txt=$(python3 - "$meta" "${crates[@]}" <<'EOF'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+members = {p["name"] for p in meta["packages"] if p["id"] in set(meta["workspace_members"])}
+for p in meta["packages"]:
+    if p["name"] in sys.argv[2:] and not any(
+        d.get("path") and d["kind"] != "dev" and d["name"] in members for d in p["dependencies"]
+    ):
+        print(p["name"])
+EOF
+)
 pkg_args=()
 for c in "${crates[@]}"; do pkg_args+=(-p "$c"); done
 # --allow-dirty: a check, run before committing too; what is packaged is
 # the working tree's files that `include` names.
-cargo package --locked --allow-dirty "${profile[@]}" "${pkg_args[@]}"
+if [ -n "${LIB_CHECK_VERIFY_ALL:-}" ]; then
+  cargo package --locked --allow-dirty "${profile[@]}" "${pkg_args[@]}"
+else
+  cargo package --locked --allow-dirty --no-verify "${pkg_args[@]}"
+  verify_args=()
+  [ -z "$standalone_txt" ] || while read -r c; do verify_args+=(-p "$c"); done <<<"$standalone_txt"
+  if [ "${#verify_args[@]}" -gt 0 ]; then
+    cargo package --locked --allow-dirty "${profile[@]}" "${verify_args[@]}"
+  fi
+  unverified=()
+  for c in "${crates[@]}"; do
+    grep -qxF "$c" <<<"$standalone_txt" || unverified+=("$c")
+  done
+  if [ "${#unverified[@]}" -gt 0 ]; then
+    echo "packaged, not verified (LIB_CHECK_VERIFY_ALL=1 verifies them): ${unverified[*]}"
+  fi
+fi
 step_done
 
 printf '\nlib-check: %s passed in %s s\n' "${crates[*]}" "$((SECONDS - started))"
