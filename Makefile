@@ -43,7 +43,7 @@ DEMOS         := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/example
 BENCHES       := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/benches/$(f)-bench.rs),$(f)))
 -include $(wildcard functions/*/local.mk)
 
-.PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint smoke e2e redrive bench bench-venv release
+.PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -152,3 +152,6 @@ lint: ## rustfmt check + clippy with warnings as errors + no import cycles among
 
 check-removal: ## Prove each function under functions/ can be removed: the workspace checks without its folder and members line
 	bash scripts/check-removal.sh
+
+lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package verified
+	bash scripts/lib-check.sh

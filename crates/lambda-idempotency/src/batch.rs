@@ -243,7 +243,8 @@ impl<O: Verdict> BatchReport<O> {
 const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
 
 /// Lambda's deadline as epoch milliseconds, whatever the runtime API sent:
-/// a value below 10^12 (2001-09-09 in epoch milliseconds) is read as milliseconds from now.
+/// a value below 10^12 (2001-09-09 in epoch milliseconds) is read as
+/// milliseconds from now.
 pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
     if deadline_ms < EPOCH_MS_FLOOR {
         tracing::warn!(

@@ -133,8 +133,8 @@ const ANSWER_RESERVE: Duration = Duration::from_millis(250);
 const PHASE_MAX: Duration = Duration::from_secs(3);
 
 /// When the visibility phase must stop: half the deadline margin (at least
-/// 250 ms) before the deadline, and never more than
-/// 3 s from `now`, so a slow SQS costs each invocation at most
+/// 250 ms) before the deadline, and never more than 3 s from `now`, so a
+/// slow SQS costs each invocation at most
 /// that, and the answer is never pushed past the deadline, even with
 /// `DEADLINE_MARGIN_MS=0`.
 pub fn cutoff(deadline: Instant, margin: Duration, now: Instant) -> Instant {

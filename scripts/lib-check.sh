@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# make lib-check: the workspace's publishable crates (every member without
+# `publish = false`: today crates/lambda-idempotency and
+# crates/lambda-idempotency-testing) as crates.io and docs.rs would see them.
+#
+# 1. Every path dependency outside dev-dependencies has a version (crates.io
+#    drops the path; without a version the crate cannot be packaged).
+# 2. Their docs build with warnings as errors (broken or private intra-doc
+#    links, bad code blocks), with every feature, as docs.rs builds them.
+# 3. Each feature of each crate builds alone (`--no-default-features
+#    --features F`), and so do no features, the defaults and all of them,
+#    with the crate's warnings as errors: an item or import used only under
+#    one feature fails here, not in an adopter's build. The feature list is
+#    read from `cargo metadata`, so a new feature is covered as it is added.
+# 4. `cargo package`: every crate is packaged (its Cargo.toml normalised,
+#    its Cargo.lock generated; one command, so that the testing crate's
+#    dependency on the library, by path and version, resolves to the
+#    packaged library through cargo's local registry overlay: the library is
+#    not on crates.io yet). A crate that depends on no other member (the
+#    library) is then verified: built from its packaged files alone, with its
+#    dependencies from the registry (a file missing from `include` fails).
+#    A crate that depends on another member (the testing crate) is verified
+#    only with LIB_CHECK_VERIFY_ALL=1: its own feature set (dynoxide's tokio
+#    features) rebuilds the whole AWS SDK stack once more, about as much CPU
+#    as the library's verification, for little: its sources are compiled by
+#    step 2 (from the workspace) and the library it uses is verified.
+#
+# Costs: steps 2 and 3 check, step 4 builds, each with the crate's own
+# feature set rather than the workspace's unified one, so a first run builds
+# the dependencies again in those sets (minutes, once; docs/performance.md,
+# "Time to a green run"); later runs only the crates themselves.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+started=$SECONDS
+step_started=$SECONDS
+step() {
+  printf '\n----- lib-check: %s\n' "$*"
+  step_started=$SECONDS
+}
+step_done() { printf -- '----- %s s\n' "$((SECONDS - step_started))"; }
+
+meta=$(mktemp)
+trap 'rm -f "$meta"' EXIT
+cargo metadata --format-version 1 --no-deps --locked >"$meta"
+
+# The publishable members, and per member its feature combinations: none,
+# each feature alone, the defaults, all; equal sets are checked once (a
+# crate with no default features has "defaults" = "none").
+# (Each python3 runs in a command substitution of its own, not in `<(...)`,
+# so that its failure stops the script.)
+crates_txt=$(python3 - "$meta" <<'EOF'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+members = set(meta["workspace_members"])
+for p in meta["packages"]:
+    # `publish = false` is an empty list; unset is null.
+    if p["id"] in members and p["publish"] != []:
+        print(p["name"])
+EOF
+)
+mapfile -t crates <<<"$crates_txt"
+if [ -z "$crates_txt" ]; then
+  echo "lib-check: no publishable member (all have publish = false)" >&2
+  exit 1
+fi
+echo "publishable: ${crates[*]}"
+
+step "path dependencies have versions"
+python3 - "$meta" "${crates[@]}" <<'EOF'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+wanted = set(sys.argv[2:])
+bad = [
+    f"{p['name']} -> {d['name']}"
+    for p in meta["packages"] if p["name"] in wanted
+    for d in p["dependencies"]
+    # dev-dependencies are stripped when packaging (kind "dev"); a
+    # dependency with no version has the requirement "*".
+    if d.get("path") and d["kind"] != "dev" and d["req"] == "*"
+]
+if bad:
+    sys.exit("a path dependency without `version = ...` (cargo package refuses it): " + ", ".join(bad))
+EOF
+step_done
+
+step "docs, warnings as errors, every feature"
+# One rustdoc run per crate; --no-deps: the dependencies' docs are theirs.
+for c in "${crates[@]}"; do
+  RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings" cargo doc --locked -p "$c" --all-features --no-deps
+done
+step_done
+
+step "features: none, each alone, defaults, all (warnings as errors)"
+for c in "${crates[@]}"; do
+  combos_txt=$(python3 - "$meta" "$c" <<'EOF'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+p = next(p for p in meta["packages"] if p["name"] == sys.argv[2])
+feats = p["features"]
+# What a feature turns on of the crate's own features, transitively
+# (`dep:x` and `x/y` entries are about dependencies, not features).
+def closure(names):
+    seen, todo = set(), list(names)
+    while todo:
+        f = todo.pop()
+        if f in feats and f not in seen:
+            seen.add(f)
+            todo.extend(feats[f])
+    return frozenset(seen - {"default"})
+own = sorted(f for f in feats if f != "default")
+combos = [("--no-default-features", frozenset())]
+combos += [(f"--no-default-features --features {f}", closure([f])) for f in own]
+combos += [("", closure(["default"])), ("--all-features", closure(own))]
+done = set()
+for args, enabled in combos:
+    if enabled not in done:
+        done.add(enabled)
+        print(args)
+EOF
+  )
+  mapfile -t combos <<<"$combos_txt"
+  for args in "${combos[@]}"; do
+    echo "$c ${args:-(defaults)}"
+    # `cargo rustc` passes what follows `--` to this crate alone: the
+    # dependencies are not rebuilt for it, and are shared with `cargo doc`.
+    # shellcheck disable=SC2086 # $args is a list of flags
+    cargo rustc --locked -p "$c" --lib --profile check $args -- -D warnings
+  done
+done
+step_done
+
+step "cargo package; verified from the packaged files"
+# The verify build's workspace is the packaged crate alone, without this
+# workspace's [profile.dev]: pass it on, so that its dependencies are built
+# as every other dev build here builds them (cheaper: no debug info for
+# them), and a second run reuses them.
+profile_txt=$(python3 - <<'EOF'
+import json, tomllib
+dev = tomllib.load(open("Cargo.toml", "rb")).get("profile", {}).get("dev", {})
+def flags(prefix, table):
+    for k, v in table.items():
+        key = f'{prefix}."{k}"' if not k.replace("-", "").replace("_", "").isalnum() else f"{prefix}.{k}"
+        if isinstance(v, dict):
+            yield from flags(key, v)
+        else:
+            yield "--config"
+            yield f"{key}={json.dumps(v)}"
+print("\n".join(flags("profile.dev", dev)))
+EOF
+)
+profile=()
+[ -z "$profile_txt" ] || mapfile -t profile <<<"$profile_txt"
+# The members that depend on no other member (by a non-dev path dependency):
+# they can be verified against the registry alone.
+standalone_txt=$(python3 - "$meta" "${crates[@]}" <<'EOF'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+members = {p["name"] for p in meta["packages"] if p["id"] in set(meta["workspace_members"])}
+for p in meta["packages"]:
+    if p["name"] in sys.argv[2:] and not any(
+        d.get("path") and d["kind"] != "dev" and d["name"] in members for d in p["dependencies"]
+    ):
+        print(p["name"])
+EOF
+)
+pkg_args=()
+for c in "${crates[@]}"; do pkg_args+=(-p "$c"); done
+# --allow-dirty: a check, run before committing too; what is packaged is
+# the working tree's files that `include` names.
+if [ -n "${LIB_CHECK_VERIFY_ALL:-}" ]; then
+  cargo package --locked --allow-dirty "${profile[@]}" "${pkg_args[@]}"
+else
+  cargo package --locked --allow-dirty --no-verify "${pkg_args[@]}"
+  verify_args=()
+  [ -z "$standalone_txt" ] || while read -r c; do verify_args+=(-p "$c"); done <<<"$standalone_txt"
+  if [ "${#verify_args[@]}" -gt 0 ]; then
+    cargo package --locked --allow-dirty "${profile[@]}" "${verify_args[@]}"
+  fi
+  unverified=()
+  for c in "${crates[@]}"; do
+    grep -qxF "$c" <<<"$standalone_txt" || unverified+=("$c")
+  done
+  if [ "${#unverified[@]}" -gt 0 ]; then
+    echo "packaged, not verified (LIB_CHECK_VERIFY_ALL=1 verifies them): ${unverified[*]}"
+  fi
+fi
+step_done
+
+printf '\nlib-check: %s passed in %s s\n' "${crates[*]}" "$((SECONDS - started))"
