@@ -49,13 +49,16 @@ help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 demo: ## Run the function on every sample event against a local DynamoDB and print what happened
-	@# The build with cargo's own progress (a cold one compiles about 400
-	@# crates: 2-3 minutes on two cores), then the demo's output alone.
-	@echo "building the demo (the first build takes 2-3 minutes; later ones seconds)"
-	cargo build -p order-consumer --example demo $(foreach f,$(DEMOS),-p $(f) --example $(f)-demo)
-	cargo run --quiet --example demo
+	@# One build of every example with the workspace's features, the same
+	@# ones `make test` builds with, so neither rebuilds the other's
+	@# dependencies (a `cargo run -p` per demo would: each package alone has
+	@# other features). A cold one compiles about 400 crates: 2-3 minutes on
+	@# two cores. Then the demos' output alone.
+	@echo "building the demos (the first build takes 2-3 minutes; later ones seconds)"
+	cargo build --workspace --examples
+	target/debug/examples/demo
 	@# Each function's own demo, after the order consumer's.
-	$(foreach f,$(DEMOS),cargo run --quiet -p $(f) --example $(f)-demo;)
+	$(foreach f,$(DEMOS),target/debug/examples/$(f)-demo;)
 
 test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
 	$(NEXTEST_RUN) --workspace
@@ -117,7 +120,7 @@ build-host: $(CARGO_LAMBDA) ## Release build of every function for this machine'
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --workspace --bins
 
 local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
-	cargo build --quiet --example local_dynamodb
+	cargo build --quiet --workspace --examples
 	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) LOCAL_TABLES="$(LOCAL_TABLES)" target/debug/examples/local_dynamodb serve & ddb=$$!; \
 	  trap 'kill $$ddb 2>/dev/null || true' EXIT INT TERM; \
 	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch 2>&1 | tee target/local-watch.log
