@@ -10,11 +10,9 @@ use std::fmt;
 
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
-use lambda_idempotency::tracing::{self, Level, Span, field};
+use lambda_idempotency::tracing::{self, Level, Span, field::Empty};
 use lambda_idempotency::wire::{Id, as_object, parse_wrapped, req_id, req_str, req_u64};
-use lambda_idempotency::{
-    BatchContext, Handler, ParseError, SqsMessage, StoreError, Unsettled, Verdict,
-};
+use lambda_idempotency::{BatchContext, Handler, ParseError, StoreError, Unsettled, Verdict};
 
 /// The function's name: the `errorType` prefix of its invocation errors.
 pub const NAME: &str = "Reservations";
@@ -28,29 +26,21 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The status the event leads to: with the guard (`condition`), the whole
-    /// transition table.
-    pub fn target(self) -> &'static str {
+    /// The transition table: the status the event leads to, the write's
+    /// guard (the statuses it may follow; a request founds the reservation)
+    /// and the statuses the guard names, which the write sets as `:NAME`
+    /// (DynamoDB refuses a value the expression does not use).
+    pub fn rule(self) -> (&'static str, &'static str, &'static [&'static str]) {
         match self {
-            Kind::Requested => "REQUESTED",
-            Kind::Confirmed => "CONFIRMED",
-            Kind::Released => "RELEASED",
-        }
-    }
-
-    /// The write's guard, the statuses the event may follow. A request
-    /// founds the reservation; the others need it in one of the statuses
-    /// they may follow (named as `:requested`, `:confirmed`, which the
-    /// write sets only for the guards that use them: DynamoDB refuses an
-    /// unused value).
-    fn condition(self) -> &'static str {
-        match self {
-            Kind::Requested => "attribute_not_exists(reservation_id)",
-            Kind::Confirmed => "#st = :requested",
-            Kind::Released => "#st IN (:requested, :confirmed)",
+            Kind::Requested => ("REQUESTED", "attribute_not_exists(reservation_id)", &[]),
+            Kind::Confirmed => ("CONFIRMED", "#st = :REQUESTED", &["REQUESTED"]),
+            Kind::Released => ("RELEASED", "#st IN (:REQUESTED, :CONFIRMED)", &LIVE),
         }
     }
 }
+
+/// The statuses of a live reservation: what a release may follow.
+const LIVE: [&str; 2] = ["REQUESTED", "CONFIRMED"];
 
 /// One parsed, validated event.
 #[derive(Debug, Clone)]
@@ -59,28 +49,6 @@ pub struct Reservation {
     pub kind: Kind,
     /// The SKU and quantity: only a request carries them.
     pub stock: Option<(Id, u64)>,
-}
-
-/// Parse one body (plain, SNS- or EventBridge-wrapped) with the library's
-/// strict readers: a specific error, never the value.
-pub fn parse(body: Option<&str>) -> Result<Reservation, ParseError> {
-    parse_wrapped(body, |v| {
-        let obj = as_object(v, "(event)")?;
-        let kind = match req_str(obj, "", "type")? {
-            "ReservationRequested" => Kind::Requested,
-            "ReservationConfirmed" => Kind::Confirmed,
-            "ReservationReleased" => Kind::Released,
-            _ => return Err(ParseError::UnknownType),
-        };
-        let stock = (kind == Kind::Requested)
-            .then(|| Ok((req_id(obj, "", "sku")?, req_u64(obj, "", "quantity")?)))
-            .transpose()?;
-        Ok(Reservation {
-            id: req_id(obj, "", "reservationId")?,
-            kind,
-            stock,
-        })
-    })
 }
 
 /// What happened to one record: this consumer's verdicts, and the shared
@@ -127,8 +95,7 @@ impl Verdict for ReservationOutcome {
     /// Deleted from the queue: committed, or never to be committed. Early
     /// comes back until its predecessor has applied.
     fn acknowledge(&self) -> bool {
-        use ReservationOutcome::*;
-        matches!(self, Applied | Duplicate | Rejected)
+        matches!(self, Self::Applied | Self::Duplicate | Self::Rejected)
     }
     fn label(&self) -> &'static str {
         match self {
@@ -151,7 +118,7 @@ impl Verdict for ReservationOutcome {
 /// Refused: what does the stored status (ALL_OLD) say? Pure.
 pub fn classify(kind: Kind, stored: Option<&str>) -> ReservationOutcome {
     match stored {
-        Some(st) if st == kind.target() => ReservationOutcome::Duplicate,
+        Some(st) if st == kind.rule().0 => ReservationOutcome::Duplicate,
         Some(_) => ReservationOutcome::Rejected,
         None if kind != Kind::Requested => ReservationOutcome::Early,
         // The guard of a request refuses only an existing item.
@@ -159,27 +126,35 @@ pub fn classify(kind: Kind, stored: Option<&str>) -> ReservationOutcome {
     }
 }
 
-/// The handler: one conditional UpdateItem per reservation event.
+/// The handler: one conditional UpdateItem per reservation event, to
+/// `table` (hash key `reservation_id`, a string).
 pub struct ReservationHandler {
-    client: aws_sdk_dynamodb::Client,
-    table: String,
-}
-
-impl ReservationHandler {
-    /// Writes to `table` (hash key `reservation_id`, a string).
-    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
-        let table = table.into();
-        ReservationHandler { client, table }
-    }
+    pub client: aws_sdk_dynamodb::Client,
+    pub table: String,
 }
 
 impl Handler for ReservationHandler {
-    type Record = SqsMessage;
+    type Record = lambda_idempotency::SqsMessage;
     type Event = Reservation;
     type Outcome = ReservationOutcome;
 
-    fn parse(&self, record: &SqsMessage) -> Result<Reservation, ParseError> {
-        parse(record.body.as_deref())
+    /// Parse one body (plain, SNS- or EventBridge-wrapped) with the
+    /// library's strict readers: a specific error, never the value.
+    fn parse(&self, record: &Self::Record) -> Result<Reservation, ParseError> {
+        parse_wrapped(record.body.as_deref(), |v| {
+            let obj = as_object(v, "(event)")?;
+            let kind = match req_str(obj, "", "type")? {
+                "ReservationRequested" => Kind::Requested,
+                "ReservationConfirmed" => Kind::Confirmed,
+                "ReservationReleased" => Kind::Released,
+                _ => return Err(ParseError::UnknownType),
+            };
+            let stock = (kind == Kind::Requested)
+                .then(|| Ok((req_id(obj, "", "sku")?, req_u64(obj, "", "quantity")?)))
+                .transpose()?;
+            let id = req_id(obj, "", "reservationId")?;
+            Ok(Reservation { id, kind, stock })
+        })
     }
     fn key(&self, r: &Reservation) -> String {
         r.id.to_string()
@@ -195,51 +170,39 @@ impl Handler for ReservationHandler {
             "record",
             message_id = record_id,
             reservation_id = id,
-            outcome = field::Empty
+            outcome = Empty
         )
     }
 
-    async fn apply(
-        &self,
-        r: &Reservation,
-        _cx: &BatchContext,
-    ) -> Result<ReservationOutcome, StoreError> {
-        let update = self
+    async fn apply(&self, r: &Reservation, _: &BatchContext) -> Result<Self::Outcome, StoreError> {
+        let (to, guard, follows) = r.kind.rule();
+        let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("reservation_id", s(r.id.as_str()))
             .update_expression("SET #st = :to")
-            .condition_expression(r.kind.condition())
+            .condition_expression(guard)
             .expression_attribute_names("#st", "status")
-            .expression_attribute_values(":to", s(r.kind.target()))
+            .expression_attribute_values(":to", s(to))
             // A refusal brings the stored item back: no second read.
             .return_values_on_condition_check_failure(AllOld);
-        let update = match (r.kind, &r.stock) {
-            (Kind::Requested, Some((sku, qty))) => update
+        for status in follows {
+            update = update.expression_attribute_values(format!(":{status}"), s(status));
+        }
+        // Only a request carries stock (`parse`).
+        if let Some((sku, qty)) = &r.stock {
+            update = update
                 .update_expression("SET #st = :to, sku = :sku, quantity = :qty")
                 .expression_attribute_values(":sku", s(sku.as_str()))
-                .expression_attribute_values(":qty", n(*qty)),
-            // `parse` gives every request its stock.
-            (Kind::Requested, None) => {
-                let sku = ParseError::MissingField { path: "sku".into() };
-                return Ok(ReservationOutcome::invalid(sku));
-            }
-            (Kind::Confirmed, _) => {
-                update.expression_attribute_values(":requested", s("REQUESTED"))
-            }
-            (Kind::Released, _) => update
-                .expression_attribute_values(":requested", s("REQUESTED"))
-                .expression_attribute_values(":confirmed", s("CONFIRMED")),
-        };
+                .expression_attribute_values(":qty", n(qty));
+        }
         // A failure DynamoDB did not confirm goes back as `?`: the batch
         // reports it as Failed.
-        Ok(match send_conditional(update).await? {
-            Conditional::Committed => ReservationOutcome::Applied,
-            Conditional::Refused(item) => {
-                let status = item.as_ref().and_then(|i| i.get("status")?.as_s().ok());
-                classify(r.kind, status.map(String::as_str))
-            }
-        })
+        let Conditional::Refused(item) = send_conditional(update).await? else {
+            return Ok(ReservationOutcome::Applied);
+        };
+        let status = item.as_ref().and_then(|i| i.get("status")?.as_s().ok());
+        Ok(classify(r.kind, status.map(String::as_str)))
     }
 }

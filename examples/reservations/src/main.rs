@@ -1,12 +1,11 @@
 //! The `reservations` Lambda: configuration, logging and the DynamoDB
 //! client once per cold start, then one batch per invocation.
 
-use lambda_idempotency::lambda_runtime::Error;
-use lambda_idempotency::{Function, Settings, bootstrap, config, tracing};
+use lambda_idempotency::{Function, Settings, bootstrap, config};
 use reservations::{NAME, ReservationHandler};
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     bootstrap::init_tracing();
     // A misconfigured function fails its cold start (and says why to the
     // Runtime API) instead of consuming messages.
@@ -14,8 +13,7 @@ async fn main() -> Result<(), Error> {
     let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
     let settings = bootstrap::config(Settings::from_env(NAME, "reservations")).await?;
     let client = bootstrap::dynamodb_client().await;
-    tracing::info!(table = %table, "cold start");
-    Function::builder(ReservationHandler::new(client, table))
+    Function::builder(ReservationHandler { client, table })
         .name(NAME)?
         // Returned messages come back after a back-off (RETRY_BACKOFF=off:
         // after the queue's visibility timeout).

@@ -41,15 +41,13 @@ impl Db {
     fn function(&self) -> Function<ReservationHandler> {
         let settings =
             Settings::from_lookup(&|_| None, NAME, "reservations").expect("default settings");
-        Function::builder(ReservationHandler::new(
-            self.client.clone(),
-            self.table.clone(),
-        ))
-        .name(NAME)
-        .expect("valid name")
-        .settings(settings)
-        .build()
-        .expect("function")
+        let (client, table) = (self.client.clone(), self.table.clone());
+        Function::builder(ReservationHandler { client, table })
+            .name(NAME)
+            .expect("valid name")
+            .settings(settings)
+            .build()
+            .expect("function")
     }
 
     /// The stored reservation's attribute `key`, as text.
