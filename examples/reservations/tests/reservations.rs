@@ -201,10 +201,14 @@ async fn the_binary_answers_a_batch_under_the_runtime_api() {
         reply,
     })
     .await;
-    let answer = tokio::time::timeout(Duration::from_secs(30), answer)
-        .await
-        .expect("an answer within 30 s")
-        .expect("the runtime answered");
+    // A process that exits (a failed cold start) fails the test at once,
+    // with what it told the Runtime API.
+    let answer = tokio::select! {
+        answer = tokio::time::timeout(Duration::from_secs(30), answer) => answer
+            .expect("an answer within 30 s")
+            .expect("the runtime answered"),
+        exit = child.wait() => panic!("the binary exited ({exit:?}): {:?}", api.init_error()),
+    };
     let Reply::Response { body, .. } = answer else {
         panic!("an invocation error: {answer:?}");
     };
