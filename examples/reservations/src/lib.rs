@@ -68,14 +68,14 @@ pub enum ReservationOutcome {
 
 impl From<Unsettled> for ReservationOutcome {
     fn from(u: Unsettled) -> Self {
-        ReservationOutcome::Unsettled(u)
+        Self::Unsettled(u)
     }
 }
 
 impl fmt::Display for ReservationOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ReservationOutcome::Unsettled(u) => u.fmt(f),
+            Self::Unsettled(u) => u.fmt(f),
             own => f.write_str(own.label()),
         }
     }
@@ -88,7 +88,7 @@ impl Verdict for ReservationOutcome {
     const LABELS: &'static [&'static str] = &["Applied", "Duplicate", "Early", "Rejected"];
     fn unsettled(&self) -> Option<&Unsettled> {
         match self {
-            ReservationOutcome::Unsettled(u) => Some(u),
+            Self::Unsettled(u) => Some(u),
             _ => None,
         }
     }
@@ -99,17 +99,17 @@ impl Verdict for ReservationOutcome {
     }
     fn label(&self) -> &'static str {
         match self {
-            ReservationOutcome::Applied => "Applied",
-            ReservationOutcome::Duplicate => "Duplicate",
-            ReservationOutcome::Early => "Early",
-            ReservationOutcome::Rejected => "Rejected",
-            ReservationOutcome::Unsettled(u) => u.label(),
+            Self::Applied => "Applied",
+            Self::Duplicate => "Duplicate",
+            Self::Early => "Early",
+            Self::Rejected => "Rejected",
+            Self::Unsettled(u) => u.label(),
         }
     }
     fn level(&self) -> Level {
         match self {
-            ReservationOutcome::Rejected => Level::WARN,
-            ReservationOutcome::Unsettled(u) => u.level(),
+            Self::Rejected => Level::WARN,
+            Self::Unsettled(u) => u.level(),
             _ => Level::INFO,
         }
     }
