@@ -1,0 +1,25 @@
+//! The `reservations` Lambda: configuration, logging and the DynamoDB
+//! client once per cold start, then one batch per invocation.
+
+use lambda_idempotency::{Function, Settings, bootstrap, config};
+use reservations::{NAME, ReservationHandler};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
+    bootstrap::init_tracing();
+    // A misconfigured function fails its cold start (and says why to the
+    // Runtime API) instead of consuming messages.
+    let env = |k: &str| std::env::var(k).ok();
+    let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
+    let settings = bootstrap::config(Settings::from_env(NAME, "reservations")).await?;
+    let client = bootstrap::dynamodb_client().await;
+    Function::builder(ReservationHandler { client, table })
+        .name(NAME)?
+        // Returned messages come back after a back-off (RETRY_BACKOFF=off:
+        // after the queue's visibility timeout).
+        .redelivery(bootstrap::redelivery(&settings).await)
+        .settings(settings)
+        .build()?
+        .serve()
+        .await
+}

@@ -1,0 +1,225 @@
+//! The reservations consumer against a local DynamoDB (in-process
+//! dynoxide): its batches through `Function::handle_batch`, its pure
+//! classification, its labels, and the real binary under the Lambda
+//! Runtime API emulator.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_idempotency::time::epoch_ms;
+use lambda_idempotency::{Function, Settings, SqsEvent, StoreError, Verdict};
+use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
+use lambda_idempotency_testing::{
+    assert_labels_cover_variants, batch, client_for, create_table, far_deadline, record,
+    start_dynoxide, unique_name,
+};
+use reservations::{Kind, NAME, ReservationHandler, ReservationOutcome, classify};
+
+/// A local DynamoDB with an empty reservations table.
+struct Db {
+    endpoint: String,
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl Db {
+    async fn new() -> Self {
+        let endpoint = start_dynoxide().await;
+        let client = client_for(&endpoint);
+        let table = unique_name("reservations");
+        create_table(&client, &table, "reservation_id")
+            .await
+            .expect("create table");
+        Db {
+            endpoint,
+            client,
+            table,
+        }
+    }
+
+    fn function(&self) -> Function<ReservationHandler> {
+        let settings =
+            Settings::from_lookup(&|_| None, NAME, "reservations").expect("default settings");
+        let (client, table) = (self.client.clone(), self.table.clone());
+        Function::builder(ReservationHandler { client, table })
+            .name(NAME)
+            .expect("valid name")
+            .settings(settings)
+            .build()
+            .expect("function")
+    }
+
+    /// The stored reservation's attribute `key`, as text.
+    async fn attribute(&self, id: &str, key: &str) -> Option<String> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("reservation_id", AttributeValue::S(id.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("GetItem")
+            .item?;
+        match item.get(key)? {
+            AttributeValue::S(v) | AttributeValue::N(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn requested(id: &str) -> String {
+    format!(
+        r#"{{"type":"ReservationRequested","reservationId":"{id}","sku":"sku-1","quantity":2}}"#
+    )
+}
+
+fn other(id: &str, kind: &str) -> String {
+    format!(r#"{{"type":"{kind}","reservationId":"{id}"}}"#)
+}
+
+/// SQS records as Lambda delivers them, message ids m-0, m-1, ...
+fn batch_of(bodies: &[String]) -> SqsEvent {
+    batch(
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| record(&format!("m-{i}"), b))
+            .collect(),
+    )
+}
+
+async fn run(f: &Function<ReservationHandler>, bodies: &[String]) -> Vec<&'static str> {
+    let (report, _) = f.handle_batch(&batch_of(bodies), far_deadline()).await;
+    report.outcomes().map(|o| o.label()).collect()
+}
+
+/// Every label a verdict can return is listed for the metrics: `LABELS`
+/// is exactly the own verdicts' names (their `Debug`), each verdict's
+/// `label` is its name, and the shared outcomes are added once.
+#[test]
+fn labels_cover_every_verdict() {
+    use ReservationOutcome::*;
+    // A new verdict does not compile until `label` names it; list it here
+    // too, and in `LABELS`.
+    let own = [Applied, Duplicate, Early, Rejected];
+    let names: Vec<String> = own.iter().map(|v| format!("{v:?}")).collect();
+    for (v, name) in own.iter().zip(&names) {
+        assert_eq!(v.label(), name, "label of {name}");
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_labels_cover_variants::<ReservationOutcome>("reservations", &names, "Unsettled");
+}
+
+#[tokio::test]
+async fn each_event_applies_once_in_its_turn() {
+    let db = Db::new().await;
+    let f = db.function();
+    let confirm = other("r-1", "ReservationConfirmed");
+    assert_eq!(
+        run(&f, std::slice::from_ref(&confirm)).await,
+        ["Early"],
+        "confirmed before requested"
+    );
+    assert_eq!(
+        run(&f, &[requested("r-1"), requested("r-1")]).await,
+        ["Applied", "Duplicate"]
+    );
+    assert_eq!(
+        run(&f, &[confirm.clone(), confirm.clone()]).await,
+        ["Applied", "Duplicate"]
+    );
+    let release = other("r-1", "ReservationReleased");
+    assert_eq!(run(&f, std::slice::from_ref(&release)).await, ["Applied"]);
+    assert_eq!(
+        run(&f, &[confirm]).await,
+        ["Rejected"],
+        "confirmed after release"
+    );
+    assert_eq!(
+        run(&f, &["{not json".to_owned(), other("r-1", "Teleported")]).await,
+        ["Invalid", "Invalid"]
+    );
+    assert_eq!(
+        db.attribute("r-1", "status").await.as_deref(),
+        Some("RELEASED")
+    );
+    assert_eq!(db.attribute("r-1", "quantity").await.as_deref(), Some("2"));
+}
+
+#[test]
+fn a_refusal_is_read_from_the_stored_status() {
+    use ReservationOutcome::*;
+    assert_eq!(classify(Kind::Confirmed, Some("CONFIRMED")), Duplicate);
+    assert_eq!(classify(Kind::Confirmed, None), Early);
+    assert_eq!(classify(Kind::Confirmed, Some("RELEASED")), Rejected);
+    assert_eq!(classify(Kind::Requested, Some("CONFIRMED")), Rejected);
+    assert_eq!(
+        classify(Kind::Requested, None),
+        ReservationOutcome::failed(StoreError::RefusedWithoutItem)
+    );
+}
+
+/// The shipped binary, as Lambda runs it: configuration from the
+/// environment, the Runtime API, a batch in and the partial-batch answer
+/// out. The early confirmation goes back; the request is written.
+#[tokio::test]
+async fn the_binary_answers_a_batch_under_the_runtime_api() {
+    let db = Db::new().await;
+    let api = RuntimeApi::start().await;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reservations"))
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "reservations")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/reservations")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/12/04/[$LATEST]test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "AKIDTEST")
+        .env("AWS_SECRET_ACCESS_KEY", "test-secret")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &db.endpoint)
+        .env("TABLE_NAME", &db.table)
+        // No SQS here: returned messages keep the queue's timeout.
+        .env("RETRY_BACKOFF", "off")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the reservations binary");
+
+    let event = batch_of(&[requested("r-1"), other("r-2", "ReservationConfirmed")]);
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    api.submit(Invocation {
+        request_id: new_request_id(),
+        payload: serde_json::to_vec(&event).expect("event JSON").into(),
+        deadline_ms: epoch_ms() + 30_000,
+        reply,
+    })
+    .await;
+    // A process that exits (a failed cold start) fails the test at once,
+    // with what it told the Runtime API.
+    let answer = tokio::select! {
+        answer = tokio::time::timeout(Duration::from_secs(30), answer) => answer
+            .expect("an answer within 30 s")
+            .expect("the runtime answered"),
+        exit = child.wait() => panic!("the binary exited ({exit:?}): {:?}", api.init_error()),
+    };
+    let Reply::Response { body, .. } = answer else {
+        panic!("an invocation error: {answer:?}");
+    };
+    let body: serde_json::Value = serde_json::from_slice(&body).expect("JSON answer");
+    assert_eq!(
+        body,
+        serde_json::json!({"batchItemFailures": [{"itemIdentifier": "m-1"}]})
+    );
+    assert_eq!(
+        db.attribute("r-1", "status").await.as_deref(),
+        Some("REQUESTED")
+    );
+    let _ = child.kill().await;
+}
