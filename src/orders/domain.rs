@@ -187,9 +187,9 @@ pub enum ConflictKind {
     ChangedPayload,
 }
 
-use lambda_idempotency::Unsettled;
-
-/// What happened to one record. Every record gets exactly one.
+/// The order consumer's verdict about one record: what its rules decided.
+/// A record that got none (invalid, a failed write, not attempted) gets one
+/// of the shared outcomes instead ([`lambda_idempotency::RecordOutcome`]).
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum Outcome {
     /// The conditional write committed.
@@ -213,16 +213,6 @@ pub enum Outcome {
     },
     /// The producer sent contradictory events.
     Conflict(ConflictKind),
-    /// Invalid, Failed (DynamoDB did not confirm the write) or NotAttempted,
-    /// as for every consumer.
-    #[strum(transparent)]
-    Unsettled(Unsettled),
-}
-
-impl From<Unsettled> for Outcome {
-    fn from(u: Unsettled) -> Self {
-        Outcome::Unsettled(u)
-    }
 }
 
 impl Outcome {
@@ -272,14 +262,14 @@ impl std::fmt::Display for Outcome {
             Outcome::Conflict(ConflictKind::ChangedPayload) => {
                 f.write_str("Conflict: this seq was processed with different content")
             }
-            Outcome::Unsettled(u) => u.fmt(f),
         }
     }
 }
 
 /// DynamoDB refused the conditional write for `event`; `current` is the item
 /// the condition was evaluated against (None: no item). Decide what that
-/// means.
+/// means: a verdict, or a refusal that makes no sense against what was
+/// shown (`Err`: retry and look again).
 ///
 /// Sequence numbers are contiguous per order: an event applies only when it
 /// is the order's next one (`last_event_seq = seq - 1`), so every seq at or
@@ -288,37 +278,38 @@ impl std::fmt::Display for Outcome {
 /// is spent). That is what makes acknowledging Stale safe: a
 /// superseded event is one whose turn has passed, never one whose effect was
 /// skipped because a later event overtook it.
-pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> Outcome {
+pub fn classify_refusal(
+    event: &OrderEvent,
+    current: Option<&OrderSnapshot>,
+) -> Result<Outcome, StoreError> {
     let kind = event.kind();
     let seq = event.seq.get();
     let Some(cur) = current else {
         return match kind.requires() {
             // Nothing stored yet: the order's OrderPlaced is still on its way.
-            Requires::StatusIn(_) => Outcome::Early {
+            Requires::StatusIn(_) => Ok(Outcome::Early {
                 current: None,
                 event: kind,
-            },
+            }),
             // An order's first event is its seq 1. An OrderPlaced with a
             // later seq (a replacement, or a producer that numbers from
             // elsewhere) must not found the order: it would swallow seqs
             // 1.. as Stale. Its predecessors have not been processed: wait.
-            Requires::Absent if seq > 1 => Outcome::Early {
+            Requires::Absent if seq > 1 => Ok(Outcome::Early {
                 current: None,
                 event: kind,
-            },
+            }),
             // `attribute_not_exists` failed, yet no item came back: the store
             // did not honour ALL_OLD (or the item vanished). Retrying is safe
             // and the next attempt will see the item.
-            Requires::Absent => {
-                Outcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem))
-            }
+            Requires::Absent => Err(StoreError::RefusedWithoutItem),
         };
     };
 
     // Sequence first: a processed seq is settled by the sequence and the
     // content processed under it, whatever the status.
     if seq <= cur.last_event_seq {
-        return classify_processed_seq(event, cur);
+        return Ok(classify_processed_seq(event, cur));
     }
     let legal_now = match kind.requires() {
         Requires::Absent => false,
@@ -334,9 +325,9 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
         return if legal_now {
             // The condition should have held; the item changed between the
             // evaluation and what we were shown. Retry and look again.
-            Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
+            Err(StoreError::InconsistentRefusal)
         } else {
-            rejected
+            Ok(rejected)
         };
     }
     // A gap: a predecessor has not been processed yet. Wait for it (Early),
@@ -346,10 +337,10 @@ pub fn classify_refusal(event: &OrderEvent, current: Option<&OrderSnapshot>) -> 
     // recording it, so the final item would depend on the delivery order
     // (delivered before its turn: forgotten; in its turn or redelivered:
     // recorded).
-    Outcome::Early {
+    Ok(Outcome::Early {
         current: Some(cur.status),
         event: kind,
-    }
+    })
 }
 
 /// `event`'s seq has been processed: the very same event again (Duplicate
@@ -377,8 +368,8 @@ fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
 mod tests {
     use super::*;
     use crate::orders::event::parse_body;
-    use lambda_idempotency::Skip;
     use lambda_idempotency::wire::ParseError;
+    use lambda_idempotency::{RecordOutcome, Skip};
 
     fn event(kind: &str, seq: u64, id: &str) -> OrderEvent {
         let data = match kind {
@@ -426,7 +417,7 @@ mod tests {
         for e in [&placed, &paid] {
             assert_eq!(
                 classify_refusal(e, Some(&cur)),
-                Outcome::Stale { last_seq: 3 }
+                Ok(Outcome::Stale { last_seq: 3 })
             );
         }
         // Same eventId and seq, other content, one or two events later.
@@ -434,12 +425,12 @@ mod tests {
         changed.occurred_at = "2026-01-02T00:00:00Z".try_into().unwrap();
         assert_eq!(
             classify_refusal(&changed, Some(&cur)),
-            Outcome::Conflict(ConflictKind::ChangedPayload)
+            Ok(Outcome::Conflict(ConflictKind::ChangedPayload))
         );
         let other_placed = event("OrderPlaced", 1, "another-e1");
         assert_eq!(
             classify_refusal(&other_placed, Some(&cur)),
-            Outcome::Conflict(ConflictKind::ChangedPayload)
+            Ok(Outcome::Conflict(ConflictKind::ChangedPayload))
         );
         // An item from before per-seq hashes: nothing to compare, Stale.
         let legacy = OrderSnapshot {
@@ -448,7 +439,7 @@ mod tests {
         };
         assert_eq!(
             classify_refusal(&changed, Some(&legacy)),
-            Outcome::Stale { last_seq: 3 }
+            Ok(Outcome::Stale { last_seq: 3 })
         );
     }
 
@@ -458,23 +449,23 @@ mod tests {
         let replaced = event("OrderPlaced", 5, "e-replaced");
         assert_eq!(
             classify_refusal(&replaced, None),
-            Outcome::Early {
+            Ok(Outcome::Early {
                 current: None,
                 event: EventKind::Placed
-            }
+            })
         );
         // The order's real first event, refused without an item: a store
         // that did not honour ALL_OLD.
         assert_eq!(
             classify_refusal(&event("OrderPlaced", 1, "e1"), None),
-            Outcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem))
+            Err(StoreError::RefusedWithoutItem)
         );
         // Once the order exists: its turn rejects it, a gap waits.
         let delivered = event("OrderDelivered", 4, "e4");
         let cur = snap(Status::Delivered, 4, &delivered);
         assert!(matches!(
             classify_refusal(&replaced, Some(&cur)),
-            Outcome::Rejected { .. }
+            Ok(Outcome::Rejected { .. })
         ));
     }
 
@@ -482,18 +473,18 @@ mod tests {
     fn duplicate_needs_same_id_seq_and_content() {
         let paid = event("OrderPaid", 2, "e2");
         let cur = snap(Status::Paid, 2, &paid);
-        assert_eq!(classify_refusal(&paid, Some(&cur)), Outcome::Duplicate);
+        assert_eq!(classify_refusal(&paid, Some(&cur)), Ok(Outcome::Duplicate));
 
         let other = event("OrderPaid", 2, "e2-other");
         assert_eq!(
             classify_refusal(&other, Some(&cur)),
-            Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent)
+            Ok(Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent))
         );
         let mut changed = paid.clone();
         changed.occurred_at = "2026-01-02T00:00:00Z".try_into().unwrap();
         assert_eq!(
             classify_refusal(&changed, Some(&cur)),
-            Outcome::Conflict(ConflictKind::ChangedPayload)
+            Ok(Outcome::Conflict(ConflictKind::ChangedPayload))
         );
     }
 
@@ -504,7 +495,7 @@ mod tests {
         for (k, s) in [("OrderPlaced", 1), ("OrderPaid", 2), ("OrderCancelled", 2)] {
             assert_eq!(
                 classify_refusal(&event(k, s, "x"), Some(&cur)),
-                Outcome::Stale { last_seq: 3 }
+                Ok(Outcome::Stale { last_seq: 3 })
             );
         }
     }
@@ -517,16 +508,16 @@ mod tests {
             let ev = event(k, 5, "later");
             assert!(matches!(
                 classify_refusal(&ev, Some(&cur)),
-                Outcome::Early {
+                Ok(Outcome::Early {
                     current: Some(Status::Placed),
                     ..
-                }
+                })
             ));
         }
         // No item at all: every non-Placed event is early.
         assert!(matches!(
             classify_refusal(&event("OrderPaid", 2, "e2"), None),
-            Outcome::Early { current: None, .. }
+            Ok(Outcome::Early { current: None, .. })
         ));
     }
 
@@ -544,7 +535,7 @@ mod tests {
             assert!(
                 matches!(
                     classify_refusal(&event(k, 3, "x"), Some(&cur)),
-                    Outcome::Rejected { .. }
+                    Ok(Outcome::Rejected { .. })
                 ),
                 "{k} on CANCELLED, in its turn"
             );
@@ -553,10 +544,10 @@ mod tests {
         let cur = snap(Status::Shipped, 3, &shipped);
         assert!(matches!(
             classify_refusal(&event("OrderCancelled", 4, "c"), Some(&cur)),
-            Outcome::Rejected {
+            Ok(Outcome::Rejected {
                 current: Some(Status::Shipped),
                 event: EventKind::Cancelled
-            }
+            })
         ));
     }
 
@@ -572,10 +563,10 @@ mod tests {
         for k in ["OrderPaid", "OrderShipped", "OrderPlaced", "OrderCancelled"] {
             assert_eq!(
                 classify_refusal(&event(k, 4, "x"), Some(&cur)),
-                Outcome::Early {
+                Ok(Outcome::Early {
                     current: Some(Status::Cancelled),
                     event: event(k, 4, "x").kind()
-                },
+                }),
                 "{k} at a gap on CANCELLED"
             );
         }
@@ -590,19 +581,19 @@ mod tests {
         let cur = snap(Status::Placed, 1, &placed);
         assert_eq!(
             classify_refusal(&event("OrderCancelled", 3, "e3"), Some(&cur)),
-            Outcome::Early {
+            Ok(Outcome::Early {
                 current: Some(Status::Placed),
                 event: EventKind::Cancelled
-            }
+            })
         );
         // Also when it will be rejected in its turn: it must wait to spend
         // its seq in order.
         assert_eq!(
             classify_refusal(&event("OrderPlaced", 3, "again"), Some(&cur)),
-            Outcome::Early {
+            Ok(Outcome::Early {
                 current: Some(Status::Placed),
                 event: EventKind::Placed
-            }
+            })
         );
     }
 
@@ -618,10 +609,10 @@ mod tests {
             let ev = event(k, 2, "next");
             assert_eq!(
                 classify_refusal(&ev, Some(&cur)),
-                Outcome::Rejected {
+                Ok(Outcome::Rejected {
                     current: Some(Status::Placed),
                     event: kind
-                },
+                }),
                 "{k}"
             );
         }
@@ -629,7 +620,7 @@ mod tests {
         // us; retry rather than guess.
         assert_eq!(
             classify_refusal(&event("OrderPaid", 2, "e2"), Some(&cur)),
-            Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
+            Err(StoreError::InconsistentRefusal)
         );
     }
 
@@ -678,8 +669,10 @@ mod tests {
             .acknowledge()
         );
         assert!(!Outcome::Conflict(ConflictKind::ChangedPayload).acknowledge());
-        assert!(!Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)).acknowledge());
-        assert!(!Outcome::Unsettled(Unsettled::Failed(StoreError::Timeout)).acknowledge());
-        assert!(!Outcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)).acknowledge());
+        type Record = RecordOutcome<Outcome>;
+        assert!(!Record::Invalid(ParseError::MissingBody).acknowledge());
+        assert!(!Record::Failed(StoreError::Timeout).acknowledge());
+        assert!(!Record::NotAttempted(Skip::Deadline).acknowledge());
+        assert!(Record::Settled(Outcome::Applied).acknowledge());
     }
 }

@@ -24,10 +24,10 @@ use domain::{OrderSnapshot, Outcome, classify_refusal};
 use event::{OrderEvent, ParseError, parse_body};
 use lambda_idempotency::RetryClass;
 use lambda_idempotency::StoreError;
+use lambda_idempotency::Verdict;
 use lambda_idempotency::config::{ConfigError, Settings, parse_in, required};
 use lambda_idempotency::{BatchContext, Handler};
 use lambda_idempotency::{BuildError, Function};
-use lambda_idempotency::{Unsettled, Verdict};
 use store::{OrderStore, Write};
 
 /// The function's name in its invocation errors (`OrderConsumer.<case>`).
@@ -66,7 +66,7 @@ impl OrderHandler {
         &self,
         ev: &OrderEvent,
         write: Result<Write, StoreError>,
-    ) -> Result<Option<Option<OrderSnapshot>>, Outcome> {
+    ) -> Result<Option<Option<OrderSnapshot>>, StoreError> {
         match write {
             Ok(Write::Applied) => {
                 self.cache
@@ -80,7 +80,7 @@ impl OrderHandler {
                 }
                 Ok(Some(current))
             }
-            Err(e) => Err(Outcome::Unsettled(Unsettled::Failed(e))),
+            Err(e) => Err(e),
         }
     }
 }
@@ -88,7 +88,8 @@ impl OrderHandler {
 impl Handler for OrderHandler {
     type Record = SqsMessage;
     type Event = OrderEvent;
-    type Outcome = Outcome;
+    type Verdict = Outcome;
+    type Failure = StoreError;
 
     fn parse(&self, record: &SqsMessage) -> Result<OrderEvent, ParseError> {
         parse_body(record.body.as_deref())
@@ -122,50 +123,38 @@ impl Handler for OrderHandler {
         Some(settled)
     }
 
+    /// One record's verdict, or the write's failure.
     async fn apply(&self, ev: &OrderEvent, cx: &BatchContext) -> Result<Outcome, StoreError> {
-        // The verdict carries its own failures (`Unsettled::Failed`), as
-        // it always did; the `Err` path is there for handlers using `?`.
-        Ok(self.verdict(ev, cx).await)
-    }
-}
-
-impl OrderHandler {
-    /// One record's verdict ([`Handler::apply`]).
-    async fn verdict(&self, ev: &OrderEvent, cx: &BatchContext) -> Outcome {
         if self.cache.capacity() > 0 {
             cx.cache_misses
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let refused = match self.learn(ev, self.store.apply(ev).await) {
-            Ok(None) => return Outcome::Applied,
-            Ok(Some(current)) => current,
-            Err(failed) => return failed,
+        let Some(refused) = self.learn(ev, self.store.apply(ev).await)? else {
+            return Ok(Outcome::Applied);
         };
-        let outcome = classify_refusal(ev, refused.as_ref());
+        let outcome = classify_refusal(ev, refused.as_ref())?;
         // An event is Rejected only in its turn, and acknowledged only once
         // its seq is spent (the rejection recorded), or the events after it
         // would wait for it forever.
         let Some(observed) = refused.filter(|_| matches!(outcome, Outcome::Rejected { .. })) else {
-            return outcome;
+            return Ok(outcome);
         };
-        match self.learn(ev, self.store.record_rejection(ev, &observed).await) {
-            Ok(None) => outcome,
+        match self.learn(ev, self.store.record_rejection(ev, &observed).await)? {
+            None => Ok(outcome),
             // The order moved on meanwhile (most likely another invocation
             // recorded this very rejection): classify what is there now.
-            Ok(Some(current)) => match classify_refusal(ev, current.as_ref()) {
+            Some(current) => match classify_refusal(ev, current.as_ref())? {
                 again @ Outcome::Rejected { .. } => {
                     tracing::warn!(detail = %again, "rejection could not be recorded; retrying later");
-                    Outcome::Unsettled(Unsettled::Failed(StoreError::InconsistentRefusal))
+                    Err(StoreError::InconsistentRefusal)
                 }
-                other => other,
+                other => Ok(other),
             },
-            Err(failed) => failed,
         }
     }
 }
 
 impl Verdict for Outcome {
-    type Failure = StoreError;
     const LABELS: &'static [&'static str] = &[
         "Applied",
         "Duplicate",
@@ -174,13 +163,6 @@ impl Verdict for Outcome {
         "Early",
         "Conflict",
     ];
-
-    fn unsettled(&self) -> Option<&Unsettled> {
-        match self {
-            Outcome::Unsettled(u) => Some(u),
-            _ => None,
-        }
-    }
 
     fn acknowledge(&self) -> bool {
         Outcome::acknowledge(self)
@@ -198,13 +180,12 @@ impl Verdict for Outcome {
             | Outcome::Early { .. } => Level::INFO,
             Outcome::Rejected { .. } => Level::WARN,
             Outcome::Conflict(_) => Level::ERROR,
-            Outcome::Unsettled(u) => u.level(),
         }
     }
 
     /// Early waits for its predecessor; a Conflict is the same on every
     /// receive, so it goes to the DLQ without waiting.
-    fn own_retry_class(&self) -> RetryClass {
+    fn retry_class(&self) -> RetryClass {
         match self {
             Outcome::Conflict(_) => RetryClass::Hopeless,
             _ => RetryClass::Predecessor,
@@ -394,7 +375,7 @@ mod batch_tests {
     use lambda_idempotency::BatchEvent;
     use lambda_idempotency::Skip;
     use lambda_idempotency::{
-        BatchError, BatchReport, RecordReport, Starved, deadline_from_epoch_ms,
+        BatchError, BatchReport, RecordOutcome, RecordReport, Starved, deadline_from_epoch_ms,
     };
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     use tokio::time::Instant;
@@ -403,11 +384,11 @@ mod batch_tests {
         report.failures().map(SqsEvent::response)
     }
 
-    fn rep(id: Option<&str>, outcome: Outcome) -> RecordReport<Outcome> {
+    fn rep(id: Option<&str>, outcome: impl Into<RecordOutcome<Outcome>>) -> RecordReport<Outcome> {
         RecordReport {
             record_id: id.map(str::to_owned),
             key: None,
-            outcome,
+            outcome: outcome.into(),
         }
     }
 
@@ -438,10 +419,7 @@ mod batch_tests {
                     },
                 ),
                 rep(Some("d"), Outcome::Conflict(ConflictKind::ChangedPayload)),
-                rep(
-                    Some("e"),
-                    Outcome::Unsettled(Unsettled::Failed(StoreError::Timeout)),
-                ),
+                rep(Some("e"), RecordOutcome::Failed(StoreError::Timeout)),
             ],
             ..Default::default()
         };
@@ -453,10 +431,7 @@ mod batch_tests {
         let report = BatchReport {
             records: vec![
                 rep(Some("a"), Outcome::Applied),
-                rep(
-                    None,
-                    Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
-                ),
+                rep(None, RecordOutcome::Invalid(ParseError::MissingBody)),
             ],
             ..Default::default()
         };
@@ -476,13 +451,10 @@ mod batch_tests {
     fn all_infrastructure_failures_fail_the_invocation() {
         let report = BatchReport {
             records: vec![
-                rep(
-                    Some("a"),
-                    Outcome::Unsettled(Unsettled::Failed(StoreError::Network)),
-                ),
+                rep(Some("a"), RecordOutcome::Failed(StoreError::Network)),
                 rep(
                     Some("b"),
-                    Outcome::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked)),
+                    RecordOutcome::NotAttempted(Skip::FifoGroupBlocked),
                 ),
             ],
             ..Default::default()
@@ -491,14 +463,8 @@ mod batch_tests {
         // One record that was not an infrastructure failure: partial response.
         let report = BatchReport {
             records: vec![
-                rep(
-                    Some("a"),
-                    Outcome::Unsettled(Unsettled::Failed(StoreError::Network)),
-                ),
-                rep(
-                    Some("b"),
-                    Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
-                ),
+                rep(Some("a"), RecordOutcome::Failed(StoreError::Network)),
+                rep(Some("b"), RecordOutcome::Invalid(ParseError::MissingBody)),
             ],
             ..Default::default()
         };
@@ -531,10 +497,7 @@ mod batch_tests {
     #[test]
     fn an_invocation_without_time_for_any_record_fails() {
         let report = BatchReport {
-            records: vec![rep(
-                Some("a"),
-                Outcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)),
-            )],
+            records: vec![rep(Some("a"), RecordOutcome::NotAttempted(Skip::Deadline))],
             starved: Some(Starved {
                 budget_ms: 900,
                 margin_ms: 2000,
@@ -571,7 +534,7 @@ mod retry_tests {
     use super::*;
     use crate::orders::domain::ConflictKind;
     use crate::orders::event::EventKind;
-    use lambda_idempotency::Skip;
+    use lambda_idempotency::{RecordOutcome, Skip};
 
     #[test]
     fn every_unacknowledged_outcome_has_its_retry_class() {
@@ -579,23 +542,26 @@ mod retry_tests {
             current: None,
             event: EventKind::Paid,
         };
-        let cases = [
-            (early, RetryClass::Predecessor),
+        let cases: [(RecordOutcome<Outcome>, RetryClass); 6] = [
+            (early.into(), RetryClass::Predecessor),
             (
-                Outcome::Conflict(ConflictKind::ChangedPayload),
+                Outcome::Conflict(ConflictKind::ChangedPayload).into(),
                 RetryClass::Hopeless,
             ),
             (
-                Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent),
+                Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent).into(),
                 RetryClass::Hopeless,
             ),
             (
-                Outcome::invalid(ParseError::MissingBody),
+                RecordOutcome::Invalid(ParseError::MissingBody),
                 RetryClass::Hopeless,
             ),
-            (Outcome::failed(StoreError::Timeout), RetryClass::Dependency),
             (
-                Outcome::not_attempted(Skip::FifoGroupBlocked),
+                RecordOutcome::Failed(StoreError::Timeout),
+                RetryClass::Dependency,
+            ),
+            (
+                RecordOutcome::NotAttempted(Skip::FifoGroupBlocked),
                 RetryClass::Immediate,
             ),
         ];

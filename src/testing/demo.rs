@@ -10,7 +10,7 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use lambda_idempotency::Verdict;
-use lambda_idempotency::{BatchError, BatchReport};
+use lambda_idempotency::{BatchError, BatchReport, RecordOutcome};
 use lambda_idempotency::{SqsInput, StrictInput};
 use serde::Deserialize;
 
@@ -66,9 +66,9 @@ pub fn deadline() -> tokio::time::Instant {
 
 /// Run every scenario of `dir` through `run` and print what happened.
 /// Returns the number of records whose outcome differs from the expected one.
-pub async fn run_scenarios<O: Verdict>(
+pub async fn run_scenarios<V: Verdict, F: std::fmt::Display>(
     dir: &std::path::Path,
-    run: impl AsyncFn(&SqsEvent) -> (BatchReport<O>, Result<SqsBatchResponse, BatchError>),
+    run: impl AsyncFn(&SqsEvent) -> (BatchReport<V, F>, Result<SqsBatchResponse, BatchError>),
     describe: impl Fn(Option<&str>) -> String,
 ) -> Result<usize, Box<dyn std::error::Error>> {
     let scenarios: Vec<Scenario> =
@@ -169,7 +169,7 @@ pub fn unreadable(body: Option<&str>) -> String {
 }
 
 /// The outcome's explanation without its label ("Early: <why>").
-fn detail<O: Verdict>(o: &O) -> String {
+fn detail<V: Verdict, F: std::fmt::Display>(o: &RecordOutcome<V, F>) -> String {
     let text = o.to_string();
     text.split_once(": ")
         .map(|(_, d)| d.to_owned())

@@ -37,7 +37,7 @@ use crate::orders::store::OrderStore;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::BatchReport;
+use lambda_idempotency::{BatchReport, RecordOutcome};
 use serde_json::{Value, json};
 
 pub struct TestDb {
@@ -281,7 +281,7 @@ pub fn lifecycle(order: &str) -> Vec<(u64, &'static str, String)> {
 }
 
 pub fn labels(report: &BatchReport<Outcome>) -> Vec<&'static str> {
-    report.outcomes().map(Outcome::label).collect()
+    report.outcomes().map(RecordOutcome::label).collect()
 }
 
 /// Run one batch through the consumer; returns outcome labels and failed ids.

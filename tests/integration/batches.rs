@@ -2,7 +2,7 @@
 
 use futures_util::future::join_all;
 use lambda_idempotency::BatchError;
-use lambda_idempotency::{Skip, Unsettled};
+use lambda_idempotency::{RecordOutcome, Skip};
 use order_consumer::orders::domain::Outcome;
 use serde_json::json;
 
@@ -70,7 +70,7 @@ async fn a_fifo_group_stops_at_its_first_failure_and_other_groups_go_on() {
     );
     assert_eq!(
         report.records[4].outcome,
-        Outcome::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked))
+        RecordOutcome::NotAttempted(Skip::FifoGroupBlocked)
     );
     assert_eq!(failed, ["a3", "a2"]);
     assert_eq!(db.history("ord-a").await, ["a1"]);
@@ -266,7 +266,9 @@ async fn twenty_concurrent_invocations_apply_each_event_exactly_once() {
             assert!(
                 matches!(
                     r.outcome,
-                    Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. }
+                    RecordOutcome::Settled(
+                        Outcome::Applied | Outcome::Duplicate | Outcome::Stale { .. }
+                    )
                 ),
                 "{:?}: {}",
                 r.record_id,

@@ -3,7 +3,7 @@
 //! duplicate the warm container has seen costs none, and the cache never
 //! settles anything DynamoDB has not confirmed.
 
-use lambda_idempotency::Unsettled;
+use lambda_idempotency::RecordOutcome;
 use order_consumer::orders::domain::Outcome;
 use serde_json::Value;
 
@@ -111,7 +111,10 @@ async fn what_dynamodb_refused_to_apply_is_never_cached_as_done() {
     let paid = batch_of(&[body("ord-1", 2, "OrderPaid", "e2")]);
     for n in 1..=3 {
         let (report, failed) = run(&c, &paid).await;
-        assert!(matches!(report.records[0].outcome, Outcome::Early { .. }));
+        assert!(matches!(
+            report.records[0].outcome,
+            RecordOutcome::Settled(Outcome::Early { .. })
+        ));
         assert_eq!(failed, ["m-0"]);
         assert_eq!(requests.get(), n);
     }
@@ -126,7 +129,7 @@ async fn what_dynamodb_refused_to_apply_is_never_cached_as_done() {
     let (report, _) = offline.handle_batch(&placed, far_deadline()).await;
     assert!(matches!(
         report.records[0].outcome,
-        Outcome::Unsettled(Unsettled::Failed(_))
+        RecordOutcome::Failed(_)
     ));
     assert!(offline.handler().cache().is_empty());
 }
@@ -160,7 +163,10 @@ async fn a_refusal_teaches_the_cache_what_is_committed() {
         &batch_of(&[body("ord-0", 4, "OrderDelivered", "other")]),
     )
     .await;
-    assert!(matches!(report.records[0].outcome, Outcome::Conflict(_)));
+    assert!(matches!(
+        report.records[0].outcome,
+        RecordOutcome::Settled(Outcome::Conflict(_))
+    ));
     assert_eq!(failed, ["m-0"]);
     assert_eq!(requests.get(), 2);
 }

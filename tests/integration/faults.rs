@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use lambda_idempotency::BatchError;
 use lambda_idempotency::StoreError;
-use lambda_idempotency::{Skip, Unsettled};
+use lambda_idempotency::{RecordOutcome, Skip};
 use order_consumer::orders::domain::Outcome;
 use order_consumer::orders::store::OrderStore;
 use order_consumer::testing::proxy::{Fault, FaultProxy};
@@ -21,7 +21,11 @@ use order_consumer::testing::*;
 async fn run_against(
     fault: Fault,
     deadline: Instant,
-) -> (Vec<Outcome>, Result<Vec<String>, BatchError>, u64) {
+) -> (
+    Vec<RecordOutcome<Outcome>>,
+    Result<Vec<String>, BatchError>,
+    u64,
+) {
     let server = FaultProxy::answering(fault).await;
     let c = consumer_with(
         OrderStore::new(client_for(&server.url()), "orders"),
@@ -52,9 +56,7 @@ async fn throttling_is_retried_then_reported() {
         for o in &outcomes {
             assert_eq!(
                 *o,
-                Outcome::Unsettled(Unsettled::Failed(StoreError::Throttled {
-                    code: kind.into()
-                })),
+                RecordOutcome::Failed(StoreError::Throttled { code: kind.into() }),
                 "{kind}"
             );
         }
@@ -74,10 +76,9 @@ async fn server_errors_are_retried_then_reported() {
     )
     .await;
     assert!(
-        outcomes.iter().all(|o| matches!(
-            o,
-            Outcome::Unsettled(Unsettled::Failed(StoreError::Server { .. }))
-        )),
+        outcomes
+            .iter()
+            .all(|o| matches!(o, RecordOutcome::Failed(StoreError::Server { .. }))),
         "{outcomes:?}"
     );
     assert!(response.is_err());
@@ -91,9 +92,9 @@ async fn access_denied_is_not_retried_and_is_reported() {
     for o in &outcomes {
         assert_eq!(
             *o,
-            Outcome::Unsettled(Unsettled::Failed(StoreError::AccessDenied {
+            RecordOutcome::Failed(StoreError::AccessDenied {
                 code: "AccessDeniedException".into()
-            }))
+            })
         );
     }
     assert!(response.is_err());
@@ -109,10 +110,9 @@ async fn a_hung_dynamodb_cannot_outlive_the_deadline() {
         run_against(Fault::Hang, started + Duration::from_millis(1200)).await;
     let elapsed = started.elapsed();
     assert!(
-        outcomes.iter().all(|o| matches!(
-            o,
-            Outcome::Unsettled(Unsettled::Failed(StoreError::DeadlineExceeded))
-        )),
+        outcomes
+            .iter()
+            .all(|o| matches!(o, RecordOutcome::Failed(StoreError::DeadlineExceeded))),
         "{outcomes:?}"
     );
     assert!(response.is_err(), "all failed: invocation error");
@@ -142,7 +142,7 @@ async fn records_not_started_before_the_deadline_are_reported() {
     assert!(
         report
             .outcomes()
-            .all(|o| *o == Outcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)))
+            .all(|o| *o == RecordOutcome::NotAttempted(Skip::Deadline))
     );
     assert!(
         matches!(

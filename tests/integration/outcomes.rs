@@ -1,7 +1,7 @@
 //! One test per outcome row, against a real DynamoDB-compatible server.
 
+use lambda_idempotency::RecordOutcome;
 use lambda_idempotency::StoreError;
-use lambda_idempotency::Unsettled;
 use order_consumer::orders::domain::{ConflictKind, Outcome, Status};
 use order_consumer::orders::event::{EventKind, ParseError};
 use serde_json::json;
@@ -190,10 +190,10 @@ async fn an_order_placed_out_of_turn_does_not_swallow_the_lifecycle() {
     assert!(
         matches!(
             report.records[0].outcome,
-            Outcome::Early {
+            RecordOutcome::Settled(Outcome::Early {
                 current: None,
                 event: EventKind::Placed
-            }
+            })
         ),
         "{:?}",
         report.records
@@ -276,10 +276,10 @@ async fn cancelling_a_shipped_order_is_rejected() {
     let (report, failed) = run(&c, &batch_of(&[body("ord-1", 4, "OrderCancelled", "c")])).await;
     assert!(matches!(
         report.records[0].outcome,
-        Outcome::Rejected {
+        RecordOutcome::Settled(Outcome::Rejected {
             current: Some(Status::Shipped),
             ..
-        }
+        })
     ));
     assert!(failed.is_empty());
 }
@@ -313,10 +313,10 @@ async fn early_is_retried_and_applies_once_its_predecessor_has() {
     let (report, failed) = run(&c, &shipped).await;
     assert!(matches!(
         report.records[0].outcome,
-        Outcome::Early {
+        RecordOutcome::Settled(Outcome::Early {
             current: Some(Status::Placed),
             ..
-        }
+        })
     ));
     assert_eq!(failed, ["ship"]);
 
@@ -381,20 +381,18 @@ async fn invalid_bodies_fail_alone_with_a_specific_reason() {
     assert_eq!(failed, ["not-json", "no-seq", "float"]);
     assert!(matches!(
         &report.records[1].outcome,
-        Outcome::Unsettled(Unsettled::Invalid(ParseError::NotJson(_)))
+        RecordOutcome::Invalid(ParseError::NotJson(_))
     ));
     assert_eq!(
         report.records[2].outcome,
-        Outcome::Unsettled(Unsettled::Invalid(ParseError::MissingField {
-            path: "seq".into()
-        }))
+        RecordOutcome::Invalid(ParseError::MissingField { path: "seq".into() })
     );
     assert_eq!(
         report.records[3].outcome,
-        Outcome::Unsettled(Unsettled::Invalid(ParseError::WrongType {
+        RecordOutcome::Invalid(ParseError::WrongType {
             path: "data.amount".into(),
             expected: "a non-negative integer"
-        }))
+        })
     );
     assert_eq!(db.count_items().await, 1);
 }
@@ -412,7 +410,7 @@ async fn missing_table_fails_the_invocation() {
     assert_eq!(labels(&report), ["Failed", "Failed"]);
     assert_eq!(
         report.records[0].outcome,
-        Outcome::Unsettled(Unsettled::Failed(StoreError::TableNotFound))
+        RecordOutcome::Failed(StoreError::TableNotFound)
     );
     assert_eq!(
         response.unwrap_err(),
@@ -427,7 +425,7 @@ async fn unreachable_dynamodb_is_a_network_failure() {
     let (report, response) = c.handle_batch(&event, far_deadline()).await;
     assert_eq!(
         report.records[0].outcome,
-        Outcome::Unsettled(Unsettled::Failed(StoreError::Network))
+        RecordOutcome::Failed(StoreError::Network)
     );
     assert!(
         response.is_err(),

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use order_consumer::orders::domain::{Outcome, Status};
+use lambda_idempotency::RecordOutcome;
+use order_consumer::orders::domain::Status;
 use order_consumer::orders::event::parse_body;
 
 use order_consumer::testing::*;
@@ -36,7 +37,7 @@ async fn each_sample_event_shows_its_outcome() {
     for sc in scenarios() {
         let event = load(&sc.file);
         let (report, failed) = run(&c, &event).await;
-        let got: Vec<&str> = report.outcomes().map(Outcome::label).collect();
+        let got: Vec<&str> = report.outcomes().map(RecordOutcome::label).collect();
         assert_eq!(got, sc.expect, "{}: {}", sc.file, sc.title);
         // The batch item failures are exactly the records not acknowledged.
         let expected_failed: Vec<String> = event

@@ -2,19 +2,23 @@
 //! verdict can return must be in the function's EMF line (a zero included),
 //! or its alarm has no data.
 
-use lambda_idempotency::{Unsettled, Verdict, labels};
+use lambda_idempotency::{RecordOutcome, Verdict, labels};
 
-/// Asserts that `O::LABELS` is exactly `variants` (the verdict enum's
-/// variant names, for example strum's `VariantNames::VARIANTS`) without the
-/// variant named `holder` that holds the shared [`Unsettled`] outcomes, and
-/// that [`labels`] adds each shared outcome once. `what` names the verdict
-/// in the failure message.
-pub fn assert_labels_cover_variants<O: Verdict>(what: &str, variants: &[&str], holder: &str) {
-    let own: Vec<&str> = variants.iter().copied().filter(|v| *v != holder).collect();
-    assert_eq!(O::LABELS, own.as_slice(), "{what}: LABELS");
-    let all: Vec<&str> = labels::<O>().collect();
-    for shared in Unsettled::<()>::LABELS {
+/// Asserts that `V::LABELS` is exactly `variants` (the verdict enum's
+/// variant names, for example strum's `VariantNames::VARIANTS`: a verdict
+/// holds only its own verdicts, the shared outcomes are
+/// [`RecordOutcome`]'s), and that [`labels`] adds each shared outcome once.
+/// `what` names the verdict in the failure message.
+pub fn assert_labels_cover_variants<V: Verdict>(what: &str, variants: &[&str]) {
+    assert_eq!(V::LABELS, variants, "{what}: LABELS");
+    let all: Vec<&str> = labels::<V>().collect();
+    for shared in RecordOutcome::<V>::SHARED_LABELS {
         assert!(all.contains(&shared), "{what}: {shared} missing");
+        assert!(!V::LABELS.contains(&shared), "{what}: {shared} twice");
     }
-    assert_eq!(all.len(), O::LABELS.len() + 3, "{what}: no label twice");
+    assert_eq!(
+        all.len(),
+        V::LABELS.len() + RecordOutcome::<V>::SHARED_LABELS.len(),
+        "{what}: no label twice"
+    );
 }

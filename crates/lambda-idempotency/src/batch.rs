@@ -10,9 +10,10 @@
 //! the notifier) is behind [`Handler`]: what a record is (an SQS message, a
 //! DynamoDB stream record, see [`BatchRecord`]), how it is parsed, which
 //! records must be applied one after another, and how one record is applied.
-//! Their outcomes implement [`Verdict`] (see [`crate::outcome`]). Grouping, strict ordering (FIFO
-//! queues, streams), the deadline, logging and the failure list are here,
-//! once.
+//! Their verdicts implement [`Verdict`]; the engine wraps each in a
+//! [`RecordOutcome`] with the outcomes every consumer shares. Grouping,
+//! strict ordering (FIFO queues, streams), the deadline, logging and the
+//! failure list are here, once.
 
 use std::collections::HashMap;
 
@@ -28,7 +29,7 @@ use tracing::{Instrument, Level, Span};
 use crate::config::BatchSettings;
 use crate::error::StoreError;
 use crate::metrics::{OutcomeCounts, VisibilityTally};
-use crate::outcome::{self, Skip, Unsettled, Verdict};
+use crate::outcome::{self, Failure, RecordOutcome, Skip, Verdict};
 use crate::records::BatchRecord;
 use crate::wire::ParseError;
 
@@ -39,8 +40,12 @@ pub trait Handler: Sync {
     type Record: BatchRecord;
     /// A parsed, validated record.
     type Event: Send + Sync;
-    /// What happened to one record.
-    type Outcome: Verdict;
+    /// The handler's verdict about one record (the shared outcomes are
+    /// [`RecordOutcome`]'s).
+    type Verdict: Verdict;
+    /// What keeps a record from a verdict: [`StoreError`], or the
+    /// consumer's own type that can hold one.
+    type Failure: Failure;
 
     /// Parse and validate one record.
     fn parse(&self, record: &Self::Record) -> Result<Self::Event, ParseError>;
@@ -54,18 +59,19 @@ pub trait Handler: Sync {
     fn span(&self, record_id: &str, event: Option<&Self::Event>) -> Span;
     /// Settle a record with no I/O if possible (a warm-container cache). Asked
     /// before the deadline check: a settled record costs no time.
-    fn settle_without_io(&self, _event: &Self::Event, _cx: &BatchContext) -> Option<Self::Outcome> {
+    fn settle_without_io(&self, _event: &Self::Event, _cx: &BatchContext) -> Option<Self::Verdict> {
         None
     }
     /// Apply one record: its verdict, or the dependency failure that kept
     /// it from one (so `?` works on [`StoreError`] and on the consumer's
-    /// own failure type; the batch reports it as `Unsettled::Failed`). The
+    /// own failure type; the batch reports it as [`RecordOutcome::Failed`],
+    /// or as `NotAttempted` when [`Failure::not_attempted`] says so). The
     /// batch cuts it off at [`BatchContext::cutoff`].
     fn apply(
         &self,
         event: &Self::Event,
         cx: &BatchContext,
-    ) -> impl Future<Output = Result<Self::Outcome, <Self::Outcome as Verdict>::Failure>> + Send;
+    ) -> impl Future<Output = Result<Self::Verdict, Self::Failure>> + Send;
 }
 
 /// Per-batch context handed to the handler.
@@ -92,20 +98,20 @@ impl BatchContext {
 
 /// The outcome of one record, in the batch's arrival order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordReport<O> {
+pub struct RecordReport<V, F = StoreError> {
     /// The record's id for Lambda (SQS messageId, stream SequenceNumber).
     pub record_id: Option<String>,
     /// The record's grouping key (the orderId, the accountId), if it parsed.
     pub key: Option<String>,
     /// What happened to it.
-    pub outcome: O,
+    pub outcome: RecordOutcome<V, F>,
 }
 
 /// What one batch did, record by record.
 #[derive(Debug, Clone)]
-pub struct BatchReport<O> {
+pub struct BatchReport<V, F = StoreError> {
     /// One report per record, in arrival order.
-    pub records: Vec<RecordReport<O>>,
+    pub records: Vec<RecordReport<V, F>>,
     /// Set when the invocation began with no more time than the deadline
     /// margin: no record could be started, and the invocation fails.
     pub starved: Option<Starved>,
@@ -127,7 +133,7 @@ pub struct Starved {
     pub margin_ms: u64,
 }
 
-impl<O> Default for BatchReport<O> {
+impl<V, F> Default for BatchReport<V, F> {
     fn default() -> Self {
         BatchReport {
             records: Vec::new(),
@@ -182,15 +188,18 @@ impl BatchError {
     }
 }
 
-impl<O: Verdict> BatchReport<O> {
+impl<V: Verdict, F> BatchReport<V, F> {
     /// The records' outcomes, in arrival order.
-    pub fn outcomes(&self) -> impl Iterator<Item = &O> {
+    pub fn outcomes(&self) -> impl Iterator<Item = &RecordOutcome<V, F>> {
         self.records.iter().map(|r| &r.outcome)
     }
 
     /// The count per outcome label, every label present.
     pub fn counts(&self) -> OutcomeCounts {
-        OutcomeCounts::tally(outcome::labels::<O>(), self.outcomes().map(O::label))
+        OutcomeCounts::tally(
+            outcome::labels::<V>(),
+            self.outcomes().map(RecordOutcome::label),
+        )
     }
 
     /// The ids of the records that were not acknowledged, once each, in
@@ -207,10 +216,10 @@ impl<O: Verdict> BatchReport<O> {
                 margin_ms,
             });
         }
-        let failed: Vec<&RecordReport<O>> = self
+        let failed: Vec<&RecordReport<V, F>> = self
             .records
             .iter()
-            .filter(|r| !r.outcome.acknowledged())
+            .filter(|r| !r.outcome.acknowledge())
             .collect();
         // An empty or unknown itemIdentifier makes Lambda fail the whole batch
         // anyway; say so explicitly instead of sending a malformed response.
@@ -221,10 +230,10 @@ impl<O: Verdict> BatchReport<O> {
         if unidentifiable > 0 {
             return Err(BatchError::Unidentifiable(unidentifiable));
         }
-        let infra = |o: &O| o.is_dependency_failure() || o.is_not_attempted();
+        let infra = |o: &RecordOutcome<V, F>| o.is_dependency_failure() || o.is_not_attempted();
         if !self.records.is_empty()
             && self.outcomes().all(infra)
-            && self.outcomes().any(O::is_dependency_failure)
+            && self.outcomes().any(RecordOutcome::is_dependency_failure)
         {
             return Err(BatchError::Outage(self.records.len()));
         }
@@ -269,7 +278,7 @@ pub async fn process<H: Handler>(
     settings: BatchSettings,
     records: &[H::Record],
     deadline: Instant,
-) -> BatchReport<H::Outcome> {
+) -> BatchReport<H::Verdict, H::Failure> {
     let budget = deadline.saturating_duration_since(Instant::now());
     let starved = (!records.is_empty() && budget <= settings.deadline_margin).then_some(Starved {
         budget_ms: budget.as_millis() as u64,
@@ -285,7 +294,7 @@ pub async fn process<H: Handler>(
         .map(|ev| ev.as_ref().ok().map(|e| handler.key(e)))
         .collect();
 
-    let mut outcomes: Vec<Option<H::Outcome>> = vec![None; records.len()];
+    let mut outcomes: Vec<Option<Outcome<H>>> = vec![None; records.len()];
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut group_of: HashMap<String, usize> = HashMap::new();
     for (i, record) in records.iter().enumerate() {
@@ -311,7 +320,7 @@ pub async fn process<H: Handler>(
                     .err()
                     .cloned()
                     .unwrap_or(ParseError::MissingBody);
-                let outcome = H::Outcome::invalid(err);
+                let outcome = Outcome::<H>::Invalid(err);
                 record_span(handler, record, None).in_scope(|| log_outcome(&outcome));
                 outcomes[i] = Some(outcome);
             }
@@ -362,11 +371,16 @@ pub async fn process<H: Handler>(
                 key,
                 // Every index is filled above: either settled at parse time or
                 // by its group. Defensive default: a failure, never an ack.
-                outcome: o.unwrap_or_else(|| H::Outcome::failed(StoreError::InconsistentRefusal)),
+                outcome: o.unwrap_or_else(|| {
+                    RecordOutcome::Failed(StoreError::InconsistentRefusal.into())
+                }),
             })
             .collect(),
     }
 }
+
+/// What the engine reports for one record of `H`.
+type Outcome<H> = RecordOutcome<<H as Handler>::Verdict, <H as Handler>::Failure>;
 
 struct GroupRun<'a, H: Handler> {
     handler: &'a H,
@@ -379,15 +393,15 @@ struct GroupRun<'a, H: Handler> {
 
 impl<H: Handler> GroupRun<'_, H> {
     /// Apply one group's records one after another.
-    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, H::Outcome)> {
+    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, Outcome<H>)> {
         let mut out = Vec::with_capacity(indices.len());
         let mut blocked = false;
         for i in indices {
             let ev = self.parsed[i].as_ref().ok();
             let span = record_span(self.handler, &self.records[i], ev);
             let outcome = match &self.parsed[i] {
-                _ if blocked => H::Outcome::not_attempted(Skip::FifoGroupBlocked),
-                Err(e) => H::Outcome::invalid(e.clone()),
+                _ if blocked => RecordOutcome::NotAttempted(Skip::FifoGroupBlocked),
+                Err(e) => RecordOutcome::Invalid(e.clone()),
                 Ok(ev) => self.apply(ev).instrument(span.clone()).await,
             };
             span.in_scope(|| log_outcome(&outcome));
@@ -396,7 +410,7 @@ impl<H: Handler> GroupRun<'_, H> {
             // the rest wait for the redelivery; unless this record will not
             // be redelivered (see `holds_group_back`).
             if self.strict
-                && !outcome.acknowledged()
+                && !outcome.acknowledge()
                 && holds_group_back(
                     self.records[i].receive_count(),
                     self.settings.max_receive_count,
@@ -409,20 +423,24 @@ impl<H: Handler> GroupRun<'_, H> {
         out
     }
 
-    async fn apply(&self, ev: &H::Event) -> H::Outcome {
+    async fn apply(&self, ev: &H::Event) -> Outcome<H> {
         if let Some(settled) = self.handler.settle_without_io(ev, &self.cx) {
-            return settled;
+            return RecordOutcome::Settled(settled);
         }
         if Instant::now() >= self.cx.cutoff {
-            return H::Outcome::not_attempted(Skip::Deadline);
+            return RecordOutcome::NotAttempted(Skip::Deadline);
         }
         // Past the cutoff we stop waiting; a write may still commit, which is
         // fine: the record is reported failed, and its redelivery finds the
         // effect committed (a duplicate).
         match tokio::time::timeout_at(self.cx.cutoff, self.handler.apply(ev, &self.cx)).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(failure)) => Unsettled::Failed(failure).into(),
-            Err(_elapsed) => H::Outcome::failed(StoreError::DeadlineExceeded),
+            Ok(Ok(verdict)) => RecordOutcome::Settled(verdict),
+            // The handler found it could not attempt the record after all.
+            Ok(Err(failure)) => match failure.not_attempted() {
+                Some(skip) => RecordOutcome::NotAttempted(skip),
+                None => RecordOutcome::Failed(failure),
+            },
+            Err(_elapsed) => RecordOutcome::Failed(StoreError::DeadlineExceeded.into()),
         }
     }
 }
@@ -450,7 +468,7 @@ fn record_span<H: Handler>(handler: &H, record: &H::Record, ev: Option<&H::Event
 }
 
 /// One log line per record, at a level that matches what an operator must do.
-fn log_outcome<O: Verdict>(outcome: &O) {
+fn log_outcome<V: Verdict, F: Failure>(outcome: &RecordOutcome<V, F>) {
     Span::current().record("outcome", outcome.label());
     match outcome.level() {
         Level::ERROR => tracing::error!(detail = %outcome, "record processed"),
@@ -504,13 +522,6 @@ mod engine_tests {
     enum Toy {
         Done,
         Early,
-        Unsettled(Unsettled),
-    }
-
-    impl From<Unsettled> for Toy {
-        fn from(u: Unsettled) -> Self {
-            Toy::Unsettled(u)
-        }
     }
 
     impl fmt::Display for Toy {
@@ -520,14 +531,7 @@ mod engine_tests {
     }
 
     impl Verdict for Toy {
-        type Failure = StoreError;
         const LABELS: &'static [&'static str] = &["Done", "Early"];
-        fn unsettled(&self) -> Option<&Unsettled> {
-            match self {
-                Toy::Unsettled(u) => Some(u),
-                _ => None,
-            }
-        }
         fn acknowledge(&self) -> bool {
             matches!(self, Toy::Done)
         }
@@ -535,16 +539,47 @@ mod engine_tests {
             match self {
                 Toy::Done => "Done",
                 Toy::Early => "Early",
-                Toy::Unsettled(u) => u.label(),
             }
-        }
-        fn level(&self) -> Level {
-            Level::INFO
         }
     }
 
+    /// The toy's failures: DynamoDB's, and one found part way that means
+    /// the record was not attempted (as the notifier's deadline check).
+    #[derive(Debug, Clone, PartialEq)]
+    enum ToyFailure {
+        Store(StoreError),
+        TooLate,
+    }
+
+    impl From<StoreError> for ToyFailure {
+        fn from(e: StoreError) -> Self {
+            ToyFailure::Store(e)
+        }
+    }
+
+    impl fmt::Display for ToyFailure {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                ToyFailure::Store(e) => e.fmt(f),
+                ToyFailure::TooLate => f.write_str("too late"),
+            }
+        }
+    }
+
+    impl Failure for ToyFailure {
+        fn is_retryable(&self) -> bool {
+            true
+        }
+        fn not_attempted(&self) -> Option<Skip> {
+            matches!(self, ToyFailure::TooLate).then_some(Skip::Deadline)
+        }
+    }
+
+    type Outcome = RecordOutcome<Toy, ToyFailure>;
+
     /// A body is `key:seq:action`; action `ok`, `early`, `fail` (a
-    /// dependency failure), `slow` (a write that takes 10 s).
+    /// dependency failure), `late` (the handler finds it has no time for
+    /// it), `slow` (a write that takes 10 s).
     struct ToyHandler {
         applied: Mutex<Vec<String>>,
     }
@@ -558,7 +593,8 @@ mod engine_tests {
     impl Handler for ToyHandler {
         type Record = SqsMessage;
         type Event = Ev;
-        type Outcome = Toy;
+        type Verdict = Toy;
+        type Failure = ToyFailure;
 
         fn parse(&self, record: &SqsMessage) -> Result<Ev, ParseError> {
             let body = record.body.as_deref().ok_or(ParseError::MissingBody)?;
@@ -583,9 +619,10 @@ mod engine_tests {
         fn span(&self, _record_id: &str, _ev: Option<&Ev>) -> Span {
             Span::none()
         }
-        async fn apply(&self, ev: &Ev, _cx: &BatchContext) -> Result<Toy, StoreError> {
+        async fn apply(&self, ev: &Ev, _cx: &BatchContext) -> Result<Toy, ToyFailure> {
             match ev.action.as_str() {
-                "fail" => return Err(StoreError::Timeout),
+                "fail" => return Err(StoreError::Timeout.into()),
+                "late" => return Err(ToyFailure::TooLate),
                 "slow" => tokio::time::sleep(Duration::from_secs(10)).await,
                 _ => {}
             }
@@ -639,12 +676,12 @@ mod engine_tests {
         }
     }
 
-    async fn run(h: &ToyHandler, e: &SqsEvent, s: BatchSettings) -> BatchReport<Toy> {
+    async fn run(h: &ToyHandler, e: &SqsEvent, s: BatchSettings) -> BatchReport<Toy, ToyFailure> {
         process(h, s, e.records(), Instant::now() + Duration::from_secs(60)).await
     }
 
-    fn labels(report: &BatchReport<Toy>) -> Vec<&'static str> {
-        report.outcomes().map(Toy::label).collect()
+    fn labels(report: &BatchReport<Toy, ToyFailure>) -> Vec<&'static str> {
+        report.outcomes().map(Outcome::label).collect()
     }
 
     #[tokio::test(start_paused = true)]
@@ -685,7 +722,7 @@ mod engine_tests {
         assert_eq!(labels(&report), ["Done", "Failed", "NotAttempted", "Done"]);
         assert_eq!(
             report.records[2].outcome,
-            Toy::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked))
+            Outcome::NotAttempted(Skip::FifoGroupBlocked)
         );
         let mut writes = applied(&h);
         writes.sort();
@@ -704,8 +741,8 @@ mod engine_tests {
         assert_eq!(
             report.outcomes().cloned().collect::<Vec<_>>(),
             [
-                Toy::failed(StoreError::DeadlineExceeded),
-                Toy::not_attempted(Skip::Deadline)
+                Outcome::Failed(ToyFailure::Store(StoreError::DeadlineExceeded)),
+                Outcome::NotAttempted(Skip::Deadline)
             ]
         );
         assert!(applied(&h).is_empty());
@@ -713,6 +750,22 @@ mod engine_tests {
         // Every record failed on a dependency or was not attempted: an
         // outage, so the invocation fails.
         assert_eq!(report.failures(), Err(BatchError::Outage(2)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_that_says_not_attempted_is_reported_as_not_attempted() {
+        let h = handler();
+        let e = event(&[("m1", "a:1:late", None), ("m2", "b:1:fail", None)]);
+        let report = run(&h, &e, settings(1)).await;
+        assert_eq!(
+            report.outcomes().cloned().collect::<Vec<_>>(),
+            [
+                Outcome::NotAttempted(Skip::Deadline),
+                Outcome::Failed(ToyFailure::Store(StoreError::Timeout))
+            ]
+        );
+        assert_eq!(report.counts().get("NotAttempted"), 1);
+        assert_eq!(report.counts().get("Failed"), 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -733,7 +786,7 @@ mod engine_tests {
         let all = event(&[("m1", "a:1:fail", None), ("m2", "b:1:fail", None)]);
         let report = run(&h, &all, settings(8)).await;
         assert_eq!(report.failures(), Err(BatchError::Outage(2)));
-        assert!(report.outcomes().all(Verdict::is_dependency_failure));
+        assert!(report.outcomes().all(Outcome::is_dependency_failure));
 
         let some = event(&[("m1", "a:1:fail", None), ("m2", "b:1:ok", None)]);
         let report = run(&h, &some, settings(8)).await;

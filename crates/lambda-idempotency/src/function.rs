@@ -261,7 +261,10 @@ impl<H: Handler> Function<H> {
         &self,
         event: &E,
         deadline: Instant,
-    ) -> (BatchReport<H::Outcome>, Result<E::Response, BatchError>) {
+    ) -> (
+        BatchReport<H::Verdict, H::Failure>,
+        Result<E::Response, BatchError>,
+    ) {
         #[cfg_attr(not(feature = "sqs"), allow(unused_mut))]
         let mut report =
             batch::process(&self.handler, self.settings(), event.records(), deadline).await;
@@ -289,9 +292,9 @@ impl<H: Handler> Function<H> {
 /// The invocation's EMF line: a count per outcome, the batch size, the
 /// cache's hits and misses, and, for a function that sets returned
 /// messages' visibility, how many it set and how many it could not.
-pub fn emit_metrics<O: Verdict>(
+pub fn emit_metrics<V: Verdict, F>(
     runtime: &Settings,
-    report: &BatchReport<O>,
+    report: &BatchReport<V, F>,
     visibility: bool,
     cold_start: bool,
 ) {
@@ -317,18 +320,11 @@ mod tests {
     use super::*;
     use crate::batch::BatchContext;
     use crate::error::StoreError;
-    use crate::outcome::Unsettled;
     use crate::wire::ParseError;
     use aws_lambda_events::event::sqs::SqsMessage;
 
     #[derive(Debug, Clone)]
     struct Done;
-
-    impl From<Unsettled> for Done {
-        fn from(_: Unsettled) -> Self {
-            Done
-        }
-    }
 
     impl std::fmt::Display for Done {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -337,19 +333,12 @@ mod tests {
     }
 
     impl Verdict for Done {
-        type Failure = StoreError;
         const LABELS: &'static [&'static str] = &["Done"];
-        fn unsettled(&self) -> Option<&Unsettled> {
-            None
-        }
         fn acknowledge(&self) -> bool {
             true
         }
         fn label(&self) -> &'static str {
             "Done"
-        }
-        fn level(&self) -> tracing::Level {
-            tracing::Level::INFO
         }
     }
 
@@ -358,7 +347,8 @@ mod tests {
     impl Handler for Nothing {
         type Record = SqsMessage;
         type Event = ();
-        type Outcome = Done;
+        type Verdict = Done;
+        type Failure = StoreError;
         fn parse(&self, _: &SqsMessage) -> Result<(), ParseError> {
             Ok(())
         }

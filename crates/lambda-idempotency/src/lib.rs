@@ -19,8 +19,8 @@
 //!    [`RetryClass`]), `records` (the Lambda events read strictly, what the
 //!    batch needs of each record: [`BatchRecord`], [`BatchEvent`]).
 //! 3. [`config`] (the [`Settings`] every function reads the same way, and
-//!    the variables' parsers), `outcome` (the shared outcomes and the
-//!    [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
+//!    the variables' parsers), `outcome` ([`RecordOutcome`]: a verdict or
+//!    one of the shared outcomes; the [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
 //!    and timeout policy, conditional writes, SDK errors mapped once).
 //! 4. [`metrics`] (the per-invocation CloudWatch EMF line).
 //! 5. `batch` (the engine: [`process`] parses every record, groups them,
@@ -44,9 +44,11 @@
 //! # Example
 //!
 //! A consumer is a [`Handler`] (how a record is parsed, grouped and
-//! applied) and a [`Verdict`] (what happened to one record). This toy
-//! handler writes nowhere; [`process`] runs one SQS batch through it and
-//! the partial-batch answer lists the record to retry.
+//! applied) and a [`Verdict`] (what it decided about one record; the
+//! outcomes every consumer shares, such as an invalid record or a failed
+//! write, are [`RecordOutcome`]'s). This toy handler writes nowhere;
+//! [`process`] runs one SQS batch through it and the partial-batch answer
+//! lists the record to retry.
 //!
 //! ```
 //! # #[cfg(feature = "sqs")]
@@ -54,23 +56,16 @@
 //! use std::fmt;
 //! use std::time::Duration;
 //!
-//! use lambda_idempotency::tracing::{Level, Span};
+//! use lambda_idempotency::tracing::Span;
 //! use lambda_idempotency::{
-//!     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, SqsEvent, SqsMessage,
-//!     StoreError, Unsettled, Verdict, process,
+//!     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, RecordOutcome, SqsEvent,
+//!     SqsMessage, StoreError, Verdict, process,
 //! };
 //!
-//! /// The toy's verdicts, and the shared outcomes.
+//! /// The toy's verdicts: only its own (the engine adds the shared ones).
 //! #[derive(Debug, Clone, PartialEq)]
 //! enum Greeting {
 //!     Greeted,
-//!     Unsettled(Unsettled),
-//! }
-//!
-//! impl From<Unsettled> for Greeting {
-//!     fn from(u: Unsettled) -> Self {
-//!         Greeting::Unsettled(u)
-//!     }
 //! }
 //!
 //! impl fmt::Display for Greeting {
@@ -80,28 +75,14 @@
 //! }
 //!
 //! impl Verdict for Greeting {
-//!     type Failure = StoreError;
 //!     const LABELS: &'static [&'static str] = &["Greeted"];
-//!     fn unsettled(&self) -> Option<&Unsettled> {
-//!         match self {
-//!             Greeting::Unsettled(u) => Some(u),
-//!             Greeting::Greeted => None,
-//!         }
-//!     }
-//!     fn acknowledge(&self) -> bool {
-//!         matches!(self, Greeting::Greeted)
-//!     }
 //!     fn label(&self) -> &'static str {
 //!         match self {
 //!             Greeting::Greeted => "Greeted",
-//!             Greeting::Unsettled(u) => u.label(),
 //!         }
 //!     }
-//!     fn level(&self) -> Level {
-//!         match self {
-//!             Greeting::Greeted => Level::INFO,
-//!             Greeting::Unsettled(u) => u.level(),
-//!         }
+//!     fn acknowledge(&self) -> bool {
+//!         true
 //!     }
 //! }
 //!
@@ -111,7 +92,8 @@
 //! impl Handler for Greeter {
 //!     type Record = SqsMessage;
 //!     type Event = String;
-//!     type Outcome = Greeting;
+//!     type Verdict = Greeting;
+//!     type Failure = StoreError;
 //!
 //!     fn parse(&self, record: &SqsMessage) -> Result<String, ParseError> {
 //!         match record.body.as_deref() {
@@ -129,8 +111,8 @@
 //!         Span::none()
 //!     }
 //!     async fn apply(&self, _name: &String, _cx: &BatchContext) -> Result<Greeting, StoreError> {
-//!         // A real handler writes here, and `?` turns a StoreError into
-//!         // the shared Failed outcome.
+//!         // A real handler writes here; `?` on a StoreError makes the
+//!         // record's outcome the shared `Failed`.
 //!         Ok(Greeting::Greeted)
 //!     }
 //! }
@@ -147,6 +129,8 @@
 //! let report = process(&Greeter, BatchSettings::default(), event.records(), deadline).await;
 //! assert_eq!(report.counts().get("Greeted"), 2);
 //! assert_eq!(report.counts().get("Invalid"), 1);
+//! assert_eq!(report.records[0].outcome, Greeting::Greeted);
+//! assert!(matches!(report.records[1].outcome, RecordOutcome::Invalid(_)));
 //!
 //! // The partial-batch answer: only the invalid record goes back.
 //! let answer = SqsEvent::response(report.failures().unwrap());
@@ -193,7 +177,7 @@ pub use function::{
     BuildError, ColdStart, Function, FunctionBuilder, emit_metrics, invocation_span,
 };
 pub use metrics::{OutcomeCounts, VisibilityTally};
-pub use outcome::{Failure, Skip, Unsettled, Verdict, labels};
+pub use outcome::{Failure, RecordOutcome, Skip, Verdict, labels};
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 pub use records::SqsInput;

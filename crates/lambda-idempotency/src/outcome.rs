@@ -1,20 +1,20 @@
 //! The outcome plumbing every consumer shares.
 //!
-//! A consumer's outcome enum has its own verdicts (the order consumer's
-//! Applied, Stale, Early…; the notifier's Sent, Busy…) and one variant,
-//! `Unsettled`, holding an [`Unsettled`]: the outcomes that are the same for
-//! every consumer because they are decided before or outside its rules — the
-//! record is not a valid event, a dependency failed, or the record was not
-//! attempted. Their labels, log levels and wording live here, once: a
-//! consumer's `label` returns [`Unsettled::label`] for that variant, its
-//! [`Verdict::LABELS`] lists only its own verdicts, and [`labels`] lists
-//! both. No derive macro is needed (a consumer may use strum's
-//! `IntoStaticStr` with `#[strum(transparent)]` on the variant: `Unsettled`
-//! converts to its label).
+//! What happened to one record is a [`RecordOutcome`]: the consumer's own
+//! verdict ([`RecordOutcome::Settled`]: the order consumer's Applied, Stale,
+//! Early…; the notifier's Sent, Busy…), or one of the outcomes that are the
+//! same for every consumer because they are decided before or outside its
+//! rules: the record is not a valid event ([`RecordOutcome::Invalid`]), a
+//! dependency failed ([`RecordOutcome::Failed`]: the `Err` of
+//! [`Handler::apply`](crate::Handler::apply)), or the record was not attempted
+//! ([`RecordOutcome::NotAttempted`]). The engine does the wrapping, so a
+//! consumer's [`Verdict`] enum holds only its own verdicts; the shared
+//! outcomes' labels, log levels, retry classes and wording live here, once,
+//! and [`labels`] lists both.
 //!
-//! None of these is ever acknowledged: the message goes back to its queue
-//! (or the stream batch is retried), which is what keeps "nothing is lost"
-//! true for every consumer alike.
+//! None of the shared outcomes is ever acknowledged: the message goes back
+//! to its queue (or the stream batch is retried), which is what keeps
+//! "nothing is lost" true for every consumer alike.
 
 use std::fmt;
 
@@ -54,6 +54,16 @@ pub trait Failure:
     /// changing code or configuration? A failure that would not is logged at
     /// ERROR: someone has to act. Either way the record is retried.
     fn is_retryable(&self) -> bool;
+
+    /// The handler found, part way, that the record cannot be attempted in
+    /// this invocation (the notifier: too little time left for its webhook
+    /// request once its claim is confirmed). The engine then reports
+    /// [`RecordOutcome::NotAttempted`] instead of `Failed`, so the record is
+    /// classified like one the engine itself did not start. Nothing by
+    /// default.
+    fn not_attempted(&self) -> Option<Skip> {
+        None
+    }
 }
 
 impl Failure for StoreError {
@@ -62,9 +72,41 @@ impl Failure for StoreError {
     }
 }
 
-/// The outcomes shared by every consumer. Never acknowledged.
+/// What a consumer's own verdicts need to say; the shared outcomes are
+/// [`RecordOutcome`]'s. A consumer's enum implements `Display` (its log
+/// line's detail), lists its labels in `LABELS` and implements `label` and
+/// `acknowledge`; `level` and `retry_class` have defaults.
+pub trait Verdict: Clone + fmt::Display + Send + 'static {
+    /// The labels of the consumer's own verdicts (not the shared ones,
+    /// which [`labels`] adds): every one `label` can return, so that
+    /// metrics report zeros for the outcomes that did not occur.
+    const LABELS: &'static [&'static str];
+    /// A stable name, used in logs and as the metric name: one of `LABELS`.
+    fn label(&self) -> &'static str;
+    /// May the message be deleted from its queue (or the stream move on)?
+    /// Only when its effect is committed, or known never to need committing.
+    fn acknowledge(&self) -> bool;
+    /// How loudly the record's line is logged. INFO by default.
+    fn level(&self) -> Level {
+        Level::INFO
+    }
+    /// How soon the message should come back if this verdict is not
+    /// acknowledged (see [`BackoffPolicy`](crate::BackoffPolicy)). By
+    /// default it waits for a predecessor, as Early does; a verdict that can
+    /// never change on a retry (a Conflict) should say
+    /// [`RetryClass::Hopeless`]. Not asked for an acknowledged verdict.
+    fn retry_class(&self) -> RetryClass {
+        RetryClass::Predecessor
+    }
+}
+
+/// What happened to one record: the consumer's verdict, or one of the
+/// outcomes shared by every consumer (never acknowledged). `F` is the
+/// handler's [`Failure`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unsettled<F = StoreError> {
+pub enum RecordOutcome<V, F = StoreError> {
+    /// The handler's verdict about the event.
+    Settled(V),
     /// The body is not a valid event: it cannot succeed as sent, and goes to
     /// the DLQ after its receives, where an operator can read why.
     Invalid(ParseError),
@@ -74,137 +116,117 @@ pub enum Unsettled<F = StoreError> {
     NotAttempted(Skip),
 }
 
-impl<F> Unsettled<F> {
+impl<V, F> RecordOutcome<V, F> {
     /// The labels of the shared outcomes, in the order of the variants.
-    pub const LABELS: [&'static str; 3] = ["Invalid", "Failed", "NotAttempted"];
+    pub const SHARED_LABELS: [&'static str; 3] = ["Invalid", "Failed", "NotAttempted"];
 
-    /// The variant's name: its log label and metric name.
-    pub fn label(&self) -> &'static str {
+    /// The consumer's verdict, if the record got one.
+    pub fn verdict(&self) -> Option<&V> {
         match self {
-            Unsettled::Invalid(_) => Self::LABELS[0],
-            Unsettled::Failed(_) => Self::LABELS[1],
-            Unsettled::NotAttempted(_) => Self::LABELS[2],
+            RecordOutcome::Settled(v) => Some(v),
+            _ => None,
         }
     }
-}
 
-/// The label, for a consumer whose enum derives strum's `IntoStaticStr`
-/// with the variant holding `Unsettled` marked `#[strum(transparent)]`.
-impl<F> From<&Unsettled<F>> for &'static str {
-    fn from(u: &Unsettled<F>) -> Self {
-        u.label()
-    }
-}
-
-impl<F: Failure> Unsettled<F> {
-    /// How loudly the record's line is logged: ERROR when someone has to act
-    /// (a bad event, a failure that will not heal), WARN when it heals by
-    /// itself.
-    pub fn level(&self) -> Level {
-        match self {
-            Unsettled::Invalid(_) => Level::ERROR,
-            Unsettled::Failed(e) if !e.is_retryable() => Level::ERROR,
-            Unsettled::Failed(_) | Unsettled::NotAttempted(_) => Level::WARN,
-        }
-    }
-}
-
-impl<F: fmt::Display> fmt::Display for Unsettled<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Unsettled::Invalid(e) => write!(f, "Invalid: {e}"),
-            Unsettled::Failed(e) => write!(f, "Failed: {e}"),
-            Unsettled::NotAttempted(skip) => write!(f, "NotAttempted: {skip}"),
-        }
-    }
-}
-
-/// What the batch needs to know about a consumer's per-record outcome.
-///
-/// A consumer's enum implements `Display` and `From<Unsettled<Failure>>`,
-/// and here names its `Failure`, lists its own labels in `LABELS` and
-/// implements `unsettled`, `acknowledge`, `label` and `level`. The rest is
-/// provided.
-pub trait Verdict: Clone + fmt::Display + Send + 'static + From<Unsettled<Self::Failure>> {
-    /// What `Unsettled::Failed` carries for this consumer.
-    type Failure: Failure;
-    /// The labels of the consumer's own verdicts (not the shared ones,
-    /// which [`labels`] adds): every one `label` can return for them, so
-    /// that metrics report zeros for the outcomes that did not occur.
-    const LABELS: &'static [&'static str];
-    /// The shared outcome, if this is one.
-    fn unsettled(&self) -> Option<&Unsettled<Self::Failure>>;
-    /// May the message be deleted from its queue (or the stream move on)?
-    /// Only when its effect is committed, or known never to need committing.
-    /// The batch asks [`Verdict::acknowledged`], which never lets an
-    /// `Unsettled` outcome through, whatever this says.
-    fn acknowledge(&self) -> bool;
-    /// A stable name, used in logs and as the metric name: one of
-    /// `LABELS`, or [`Unsettled::label`] for the shared outcomes.
-    fn label(&self) -> &'static str;
-    /// How loudly the record's line is logged; for `Unsettled`, delegate to
-    /// [`Unsettled::level`].
-    fn level(&self) -> Level;
-
-    /// The record is not a valid event.
-    /// What the batch acts on: acknowledged by the consumer, and not one of
-    /// the shared outcomes (which are never acknowledged).
-    fn acknowledged(&self) -> bool {
-        self.unsettled().is_none() && self.acknowledge()
-    }
-    /// The record is not a valid event.
-    fn invalid(error: ParseError) -> Self {
-        Unsettled::Invalid(error).into()
-    }
-    /// The record was not attempted in this invocation.
-    fn not_attempted(skip: Skip) -> Self {
-        Unsettled::NotAttempted(skip).into()
-    }
-    /// DynamoDB did not confirm the record's write.
-    fn failed(error: StoreError) -> Self {
-        Unsettled::Failed(error.into()).into()
-    }
     /// A dependency the record needs failed (DynamoDB, or the notifier's
     /// provider), as opposed to a verdict about the event. A batch in which
     /// every record failed this way (or was not attempted) fails the
     /// invocation, so the outage shows in Lambda's Errors metric.
-    fn is_dependency_failure(&self) -> bool {
-        matches!(self.unsettled(), Some(Unsettled::Failed(_)))
+    pub fn is_dependency_failure(&self) -> bool {
+        matches!(self, RecordOutcome::Failed(_))
     }
+
     /// The record was left for a later invocation.
-    fn is_not_attempted(&self) -> bool {
-        matches!(self.unsettled(), Some(Unsettled::NotAttempted(_)))
+    pub fn is_not_attempted(&self) -> bool {
+        matches!(self, RecordOutcome::NotAttempted(_))
     }
+}
+
+impl<V: Verdict, F> RecordOutcome<V, F> {
+    /// A stable name, used in logs and as the metric name: the verdict's
+    /// label, or the shared outcome's.
+    pub fn label(&self) -> &'static str {
+        match self {
+            RecordOutcome::Settled(v) => v.label(),
+            RecordOutcome::Invalid(_) => Self::SHARED_LABELS[0],
+            RecordOutcome::Failed(_) => Self::SHARED_LABELS[1],
+            RecordOutcome::NotAttempted(_) => Self::SHARED_LABELS[2],
+        }
+    }
+
+    /// What the batch acts on: only a verdict the consumer acknowledges,
+    /// never a shared outcome.
+    pub fn acknowledge(&self) -> bool {
+        self.verdict().is_some_and(Verdict::acknowledge)
+    }
+
     /// How soon the message should come back if it is not acknowledged
-    /// (see [`BackoffPolicy`](crate::BackoffPolicy)). The shared outcomes are classified
-    /// here; the consumer's own through [`Verdict::own_retry_class`].
-    fn retry_class(&self) -> RetryClass {
-        match self.unsettled() {
-            Some(Unsettled::Invalid(_)) => RetryClass::Hopeless,
-            Some(Unsettled::Failed(_)) => RetryClass::Dependency,
+    /// (see [`BackoffPolicy`](crate::BackoffPolicy)): the shared outcomes
+    /// are classified here, the verdicts by [`Verdict::retry_class`].
+    pub fn retry_class(&self) -> RetryClass {
+        match self {
+            RecordOutcome::Settled(v) => v.retry_class(),
+            RecordOutcome::Invalid(_) => RetryClass::Hopeless,
+            RecordOutcome::Failed(_) => RetryClass::Dependency,
             // A group held behind its failed head comes right back behind
             // it. A record the deadline cut off waits like a dependency
             // failure: a batch that keeps running out of time is usually a
             // slow table, and coming back at once would spend its receives
             // in seconds.
-            Some(Unsettled::NotAttempted(Skip::FifoGroupBlocked)) => RetryClass::Immediate,
-            Some(Unsettled::NotAttempted(Skip::Deadline)) => RetryClass::Dependency,
-            None => self.own_retry_class(),
+            RecordOutcome::NotAttempted(Skip::FifoGroupBlocked) => RetryClass::Immediate,
+            RecordOutcome::NotAttempted(Skip::Deadline) => RetryClass::Dependency,
         }
-    }
-    /// The retry class of the consumer's own unacknowledged verdicts. By
-    /// default they wait for a predecessor, as Early does; a verdict that
-    /// can never change on a retry (a Conflict) should say
-    /// [`RetryClass::Hopeless`].
-    fn own_retry_class(&self) -> RetryClass {
-        RetryClass::Predecessor
     }
 }
 
-/// Every label of `O`: its own verdicts' names and the shared ones, so that
-/// metrics report zeros for outcomes that did not occur.
-pub fn labels<O: Verdict>() -> impl Iterator<Item = &'static str> {
-    O::LABELS.iter().copied().chain(Unsettled::<()>::LABELS)
+impl<V: Verdict, F: Failure> RecordOutcome<V, F> {
+    /// How loudly the record's line is logged: the verdict's level; for the
+    /// shared outcomes ERROR when someone has to act (a bad event, a
+    /// failure that will not heal), WARN when it heals by itself.
+    pub fn level(&self) -> Level {
+        match self {
+            RecordOutcome::Settled(v) => v.level(),
+            RecordOutcome::Invalid(_) => Level::ERROR,
+            RecordOutcome::Failed(e) if !e.is_retryable() => Level::ERROR,
+            RecordOutcome::Failed(_) | RecordOutcome::NotAttempted(_) => Level::WARN,
+        }
+    }
+}
+
+impl<V: fmt::Display, F: fmt::Display> fmt::Display for RecordOutcome<V, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordOutcome::Settled(v) => v.fmt(f),
+            RecordOutcome::Invalid(e) => write!(f, "Invalid: {e}"),
+            RecordOutcome::Failed(e) => write!(f, "Failed: {e}"),
+            RecordOutcome::NotAttempted(skip) => write!(f, "NotAttempted: {skip}"),
+        }
+    }
+}
+
+/// A verdict is a settled outcome, so a handler or a test can write
+/// `verdict.into()`.
+impl<V, F> From<V> for RecordOutcome<V, F> {
+    fn from(verdict: V) -> Self {
+        RecordOutcome::Settled(verdict)
+    }
+}
+
+/// So that a test can compare an outcome with the verdict it expects:
+/// `assert_eq!(outcome, MyVerdict::Applied)`.
+impl<V: PartialEq, F> PartialEq<V> for RecordOutcome<V, F> {
+    fn eq(&self, other: &V) -> bool {
+        self.verdict() == Some(other)
+    }
+}
+
+/// Every label of `V`'s records: its own verdicts' names and the shared
+/// ones, so that metrics report zeros for outcomes that did not occur.
+pub fn labels<V: Verdict>() -> impl Iterator<Item = &'static str> {
+    V::LABELS
+        .iter()
+        .copied()
+        .chain(RecordOutcome::<V>::SHARED_LABELS)
 }
 
 #[cfg(test)]
@@ -214,101 +236,200 @@ mod tests {
     #[derive(Debug, Clone, PartialEq)]
     enum Toy {
         Done,
-        Unsettled(Unsettled),
-    }
-
-    impl From<Unsettled> for Toy {
-        fn from(u: Unsettled) -> Self {
-            Toy::Unsettled(u)
-        }
+        Early,
+        Conflict,
     }
 
     impl fmt::Display for Toy {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self {
-                Toy::Done => f.write_str("Done"),
-                Toy::Unsettled(u) => u.fmt(f),
-            }
+            f.write_str(self.label())
         }
     }
 
     impl Verdict for Toy {
-        type Failure = StoreError;
-        const LABELS: &'static [&'static str] = &["Done"];
-        fn unsettled(&self) -> Option<&Unsettled> {
+        const LABELS: &'static [&'static str] = &["Done", "Early", "Conflict"];
+        fn label(&self) -> &'static str {
             match self {
-                Toy::Unsettled(u) => Some(u),
-                Toy::Done => None,
+                Toy::Done => "Done",
+                Toy::Early => "Early",
+                Toy::Conflict => "Conflict",
             }
         }
         fn acknowledge(&self) -> bool {
             matches!(self, Toy::Done)
         }
-        fn label(&self) -> &'static str {
-            match self {
-                Toy::Done => "Done",
-                Toy::Unsettled(u) => u.label(),
-            }
-        }
         fn level(&self) -> Level {
             match self {
-                Toy::Done => Level::INFO,
-                Toy::Unsettled(u) => u.level(),
+                Toy::Conflict => Level::ERROR,
+                _ => Level::INFO,
+            }
+        }
+        fn retry_class(&self) -> RetryClass {
+            match self {
+                Toy::Conflict => RetryClass::Hopeless,
+                _ => RetryClass::Predecessor,
             }
         }
     }
 
-    #[test]
-    fn shared_labels_replace_the_wrapper_variant() {
-        assert_eq!(
-            labels::<Toy>().collect::<Vec<_>>(),
-            ["Done", "Invalid", "Failed", "NotAttempted"]
-        );
-        assert_eq!(Toy::failed(StoreError::Timeout).label(), "Failed");
-        assert_eq!(Toy::invalid(ParseError::MissingBody).label(), "Invalid");
-        assert_eq!(Toy::not_attempted(Skip::Deadline).label(), "NotAttempted");
+    type Outcome = RecordOutcome<Toy>;
+
+    fn invalid() -> Outcome {
+        RecordOutcome::Invalid(ParseError::MissingBody)
+    }
+
+    /// A failure that says, part way, that its record was not attempted.
+    #[derive(Debug, Clone)]
+    struct Late;
+
+    impl fmt::Display for Late {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("late")
+        }
+    }
+
+    impl From<StoreError> for Late {
+        fn from(_: StoreError) -> Self {
+            Late
+        }
+    }
+
+    impl Failure for Late {
+        fn is_retryable(&self) -> bool {
+            true
+        }
+        fn not_attempted(&self) -> Option<Skip> {
+            Some(Skip::Deadline)
+        }
     }
 
     #[test]
-    fn shared_outcomes_are_classified_and_logged_once() {
-        let timeout = Toy::failed(StoreError::Timeout);
-        let denied = Toy::failed(StoreError::AccessDenied {
+    fn the_shared_labels_follow_the_verdicts_labels() {
+        assert_eq!(
+            labels::<Toy>().collect::<Vec<_>>(),
+            [
+                "Done",
+                "Early",
+                "Conflict",
+                "Invalid",
+                "Failed",
+                "NotAttempted"
+            ]
+        );
+        assert_eq!(Outcome::Settled(Toy::Early).label(), "Early");
+        assert_eq!(invalid().label(), "Invalid");
+        assert_eq!(Outcome::Failed(StoreError::Timeout).label(), "Failed");
+        assert_eq!(
+            Outcome::NotAttempted(Skip::Deadline).label(),
+            "NotAttempted"
+        );
+    }
+
+    #[test]
+    fn shared_outcomes_are_logged_by_whether_someone_has_to_act() {
+        let denied = Outcome::Failed(StoreError::AccessDenied {
             code: "AccessDeniedException".into(),
         });
-        assert!(timeout.is_dependency_failure() && !timeout.is_not_attempted());
-        assert!(Toy::not_attempted(Skip::Deadline).is_not_attempted());
-        assert!(!Toy::invalid(ParseError::MissingBody).is_dependency_failure());
-        assert_eq!(timeout.level(), Level::WARN);
+        assert_eq!(Outcome::Failed(StoreError::Timeout).level(), Level::WARN);
         assert_eq!(denied.level(), Level::ERROR);
-        assert_eq!(Toy::invalid(ParseError::MissingBody).level(), Level::ERROR);
+        assert_eq!(invalid().level(), Level::ERROR);
         assert_eq!(
-            Toy::not_attempted(Skip::FifoGroupBlocked).level(),
+            Outcome::NotAttempted(Skip::FifoGroupBlocked).level(),
             Level::WARN
         );
+        assert_eq!(Outcome::NotAttempted(Skip::Deadline).level(), Level::WARN);
+        // A verdict's own level, and the default.
+        assert_eq!(Outcome::Settled(Toy::Conflict).level(), Level::ERROR);
+        assert_eq!(Outcome::Settled(Toy::Done).level(), Level::INFO);
+        assert_eq!(Level::INFO, {
+            #[derive(Clone)]
+            struct Plain;
+            impl fmt::Display for Plain {
+                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("Plain")
+                }
+            }
+            impl Verdict for Plain {
+                const LABELS: &'static [&'static str] = &["Plain"];
+                fn label(&self) -> &'static str {
+                    "Plain"
+                }
+                fn acknowledge(&self) -> bool {
+                    true
+                }
+            }
+            Plain.level()
+        });
+    }
+
+    #[test]
+    fn only_an_acknowledged_verdict_is_acknowledged() {
+        assert!(Outcome::Settled(Toy::Done).acknowledge());
+        assert!(!Outcome::Settled(Toy::Early).acknowledge());
+        for o in [
+            invalid(),
+            Outcome::Failed(StoreError::Timeout),
+            Outcome::NotAttempted(Skip::Deadline),
+            Outcome::NotAttempted(Skip::FifoGroupBlocked),
+        ] {
+            assert!(!o.acknowledge(), "{o}");
+        }
+        let timeout = Outcome::Failed(StoreError::Timeout);
+        assert!(timeout.is_dependency_failure() && !timeout.is_not_attempted());
+        assert!(Outcome::NotAttempted(Skip::Deadline).is_not_attempted());
+        assert!(!invalid().is_dependency_failure() && !invalid().is_not_attempted());
+        assert!(!Outcome::Settled(Toy::Early).is_dependency_failure());
+    }
+
+    #[test]
+    fn every_shared_outcome_has_its_retry_class_and_verdicts_keep_theirs() {
+        for (o, class) in [
+            (invalid(), RetryClass::Hopeless),
+            (Outcome::Failed(StoreError::Timeout), RetryClass::Dependency),
+            (
+                Outcome::NotAttempted(Skip::Deadline),
+                RetryClass::Dependency,
+            ),
+            (
+                Outcome::NotAttempted(Skip::FifoGroupBlocked),
+                RetryClass::Immediate,
+            ),
+            (Outcome::Settled(Toy::Early), RetryClass::Predecessor),
+            (Outcome::Settled(Toy::Conflict), RetryClass::Hopeless),
+        ] {
+            assert_eq!(o.retry_class(), class, "{o}");
+        }
+    }
+
+    #[test]
+    fn an_outcome_reads_as_its_verdict_or_its_shared_wording() {
+        assert_eq!(Outcome::Settled(Toy::Early).to_string(), "Early");
         assert_eq!(
-            Toy::not_attempted(Skip::Deadline).to_string(),
+            Outcome::NotAttempted(Skip::Deadline).to_string(),
             "NotAttempted: invocation deadline too close"
         );
-        for o in [timeout, denied, Toy::invalid(ParseError::MissingBody)] {
-            assert!(!o.acknowledge());
-        }
-        assert!(Toy::Done.acknowledge() && Toy::Done.unsettled().is_none());
-        assert_eq!(
-            Toy::invalid(ParseError::MissingBody).retry_class(),
-            RetryClass::Hopeless
+        assert_eq!(invalid().to_string(), "Invalid: the record has no body");
+        assert!(
+            Outcome::Failed(StoreError::Timeout)
+                .to_string()
+                .starts_with("Failed: ")
         );
-        assert_eq!(
-            Toy::failed(StoreError::Timeout).retry_class(),
-            RetryClass::Dependency
-        );
-        assert_eq!(
-            Toy::not_attempted(Skip::Deadline).retry_class(),
-            RetryClass::Dependency
-        );
-        assert_eq!(
-            Toy::not_attempted(Skip::FifoGroupBlocked).retry_class(),
-            RetryClass::Immediate
-        );
-        assert_eq!(Toy::Done.level(), Level::INFO);
+    }
+
+    #[test]
+    fn an_outcome_equals_the_verdict_it_holds_and_nothing_else() {
+        assert_eq!(Outcome::Settled(Toy::Done), Toy::Done);
+        assert_ne!(Outcome::Settled(Toy::Early), Toy::Done);
+        assert_ne!(invalid(), Toy::Done);
+        assert_ne!(Outcome::Failed(StoreError::Timeout), Toy::Done);
+        assert_eq!(Outcome::Settled(Toy::Done).verdict(), Some(&Toy::Done));
+        assert_eq!(Outcome::NotAttempted(Skip::Deadline).verdict(), None);
+        assert_eq!(Outcome::from(Toy::Early), Outcome::Settled(Toy::Early));
+    }
+
+    #[test]
+    fn a_failure_may_say_its_record_was_not_attempted() {
+        assert_eq!(Late.not_attempted(), Some(Skip::Deadline));
+        assert_eq!(StoreError::Timeout.not_attempted(), None);
     }
 }

@@ -94,10 +94,10 @@ pub struct Plan {
 /// `draw(n)` is the jitter (uniform in `0..=n`,
 /// [`crate::backoff::jitter`]). Nothing when the invocation was
 /// starved: then there is no time to spend on it.
-pub fn plan<R: BatchRecord, O: Verdict>(
+pub fn plan<R: BatchRecord, V: Verdict, F>(
     policy: &BackoffPolicy,
     records: &[R],
-    report: &BatchReport<O>,
+    report: &BatchReport<V, F>,
     mut draw: impl FnMut(u64) -> u64,
 ) -> Plan {
     let mut plan = Plan::default();
@@ -105,7 +105,7 @@ pub fn plan<R: BatchRecord, O: Verdict>(
         return plan;
     }
     for (record, r) in records.iter().zip(&report.records) {
-        if r.outcome.acknowledged() {
+        if r.outcome.acknowledge() {
             continue;
         }
         let target = record
@@ -301,7 +301,7 @@ pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
 mod tests {
     use super::*;
     use crate::batch::RecordReport;
-    use crate::outcome::{Skip, Unsettled};
+    use crate::outcome::{RecordOutcome, Skip};
     use crate::wire::ParseError;
     use aws_lambda_events::event::sqs::SqsMessage;
 
@@ -341,27 +341,14 @@ mod tests {
         Done,
         Early,
         Conflict,
-        Unsettled(Unsettled),
     }
     impl std::fmt::Display for Toy {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str(self.label())
         }
     }
-    impl From<Unsettled> for Toy {
-        fn from(u: Unsettled) -> Self {
-            Toy::Unsettled(u)
-        }
-    }
     impl Verdict for Toy {
-        type Failure = crate::error::StoreError;
         const LABELS: &'static [&'static str] = &["Done", "Early", "Conflict"];
-        fn unsettled(&self) -> Option<&Unsettled> {
-            match self {
-                Toy::Unsettled(u) => Some(u),
-                _ => None,
-            }
-        }
         fn acknowledge(&self) -> bool {
             matches!(self, Toy::Done)
         }
@@ -370,13 +357,9 @@ mod tests {
                 Toy::Done => "Done",
                 Toy::Early => "Early",
                 Toy::Conflict => "Conflict",
-                Toy::Unsettled(u) => u.label(),
             }
         }
-        fn level(&self) -> tracing::Level {
-            tracing::Level::INFO
-        }
-        fn own_retry_class(&self) -> RetryClass {
+        fn retry_class(&self) -> RetryClass {
             match self {
                 Toy::Conflict => RetryClass::Hopeless,
                 _ => RetryClass::Predecessor,
@@ -396,7 +379,7 @@ mod tests {
         m
     }
 
-    fn report(outcomes: Vec<Toy>) -> BatchReport<Toy> {
+    fn report(outcomes: Vec<RecordOutcome<Toy>>) -> BatchReport<Toy> {
         BatchReport {
             records: outcomes
                 .into_iter()
@@ -426,14 +409,14 @@ mod tests {
             message("m7", Some("1"), Some(ARN)),
         ];
         let r = report(vec![
-            Toy::Done,
-            Toy::Early,
-            Toy::Conflict,
-            Toy::Unsettled(Unsettled::Failed(crate::error::StoreError::Timeout)),
-            Toy::Unsettled(Unsettled::Invalid(ParseError::MissingBody)),
-            Toy::Unsettled(Unsettled::NotAttempted(Skip::FifoGroupBlocked)),
-            Toy::Early,
-            Toy::Unsettled(Unsettled::NotAttempted(Skip::Deadline)),
+            RecordOutcome::Settled(Toy::Done),
+            RecordOutcome::Settled(Toy::Early),
+            RecordOutcome::Settled(Toy::Conflict),
+            RecordOutcome::Failed(crate::error::StoreError::Timeout),
+            RecordOutcome::Invalid(ParseError::MissingBody),
+            RecordOutcome::NotAttempted(Skip::FifoGroupBlocked),
+            RecordOutcome::Settled(Toy::Early),
+            RecordOutcome::NotAttempted(Skip::Deadline),
         ]);
         // The largest draw: the ceilings themselves.
         let planned = plan(&BackoffPolicy::default(), &records, &r, |c| c);
@@ -475,7 +458,7 @@ mod tests {
         let mut no_handle = message("m4", Some("2"), Some(ARN));
         no_handle.receipt_handle = None;
         let records: Vec<SqsMessage> = records.into_iter().chain([no_handle]).collect();
-        let r = report(vec![Toy::Early; 5]);
+        let r = report(vec![RecordOutcome::Settled(Toy::Early); 5]);
         let planned = plan(&BackoffPolicy::default(), &records, &r, |c| c);
         assert_eq!(
             planned.unplannable, 3,
@@ -488,7 +471,7 @@ mod tests {
             .collect();
         assert_eq!(got, [("m0", 1), ("m1", 1)]);
 
-        let mut starved = report(vec![Toy::Early; 5]);
+        let mut starved = report(vec![RecordOutcome::Settled(Toy::Early); 5]);
         starved.starved = Some(crate::batch::Starved {
             budget_ms: 1,
             margin_ms: 2,

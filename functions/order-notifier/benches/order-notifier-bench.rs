@@ -66,7 +66,6 @@ fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) ->
 
 async fn figures(r: &mut Report) {
     use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-    use lambda_idempotency::Verdict;
     use order_consumer::testing::provider::Provider;
     use order_notifier::NotifierConfig;
     use order_notifier::store::KEY;

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lambda_idempotency::Verdict;
 use lambda_idempotency::{SqsInput, StrictInput};
 use order_consumer::orders::OrderConfig;
 use order_consumer::orders::store::OrderStore;

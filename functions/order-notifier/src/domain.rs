@@ -10,7 +10,7 @@ use tracing::Level;
 
 use lambda_idempotency::StoreError;
 use lambda_idempotency::wire::{MAX_ID_BYTES, ParseError};
-use lambda_idempotency::{Failure, Unsettled, Verdict};
+use lambda_idempotency::{Failure, Skip, Verdict};
 use order_consumer::orders::domain::Status;
 
 /// The notifications customers get.
@@ -203,6 +203,11 @@ pub enum NotifyError {
     /// webhook request ([`LeasePolicy::may_post`]): nothing was sent, the
     /// claim was given back.
     LeaseTooShort,
+    /// The claim was confirmed with too little of the invocation left for
+    /// the whole webhook request ([`LeasePolicy::may_post`]): nothing was
+    /// sent, the claim was given back. Reported as not attempted
+    /// ([`Failure::not_attempted`]), not as a failure.
+    DeadlineTooClose,
 }
 
 impl fmt::Display for NotifyError {
@@ -227,11 +232,15 @@ impl fmt::Display for NotifyError {
                 "the claim was confirmed too late for its lease to cover the webhook request; \
                  nothing was sent",
             ),
+            NotifyError::DeadlineTooClose => f.write_str(
+                "too little of the invocation was left for the webhook request; nothing was sent",
+            ),
         }
     }
 }
 
-/// What happened to one stream record.
+/// The notifier's verdict about one stream record (a record that got none
+/// is invalid, failed or not attempted: [`lambda_idempotency::RecordOutcome`]).
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum NotifyOutcome {
     /// Delivered now (the provider accepted it under its idempotency key).
@@ -254,16 +263,6 @@ pub enum NotifyOutcome {
     Unreadable(ParseError),
     /// An unreadable record that was recorded before (a redelivery).
     AlreadyUnreadable(ParseError),
-    /// Invalid, Failed (the notifications table or the provider) or
-    /// NotAttempted, as for every consumer.
-    #[strum(transparent)]
-    Unsettled(Unsettled<NotifyError>),
-}
-
-impl From<Unsettled<NotifyError>> for NotifyOutcome {
-    fn from(u: Unsettled<NotifyError>) -> Self {
-        NotifyOutcome::Unsettled(u)
-    }
 }
 
 impl From<StoreError> for NotifyError {
@@ -281,8 +280,15 @@ impl Failure for NotifyError {
             NotifyError::Misconfigured { .. } => false,
             NotifyError::Provider { .. }
             | NotifyError::ProviderUnreachable
-            | NotifyError::LeaseTooShort => true,
+            | NotifyError::LeaseTooShort
+            | NotifyError::DeadlineTooClose => true,
         }
+    }
+
+    /// The deadline check before the POST: the record is left for the
+    /// next invocation, like one the batch itself had no time to start.
+    fn not_attempted(&self) -> Option<Skip> {
+        matches!(self, NotifyError::DeadlineTooClose).then_some(Skip::Deadline)
     }
 }
 
@@ -306,13 +312,11 @@ impl fmt::Display for NotifyOutcome {
             NotifyOutcome::AlreadyUnreadable(e) => {
                 write!(f, "AlreadyUnreadable: {e}; recorded before")
             }
-            NotifyOutcome::Unsettled(u) => u.fmt(f),
         }
     }
 }
 
 impl Verdict for NotifyOutcome {
-    type Failure = NotifyError;
     const LABELS: &'static [&'static str] = &[
         "Sent",
         "AlreadySent",
@@ -323,13 +327,6 @@ impl Verdict for NotifyOutcome {
         "Unreadable",
         "AlreadyUnreadable",
     ];
-
-    fn unsettled(&self) -> Option<&Unsettled<NotifyError>> {
-        match self {
-            NotifyOutcome::Unsettled(u) => Some(u),
-            _ => None,
-        }
-    }
 
     /// Done for good: delivered (now or before), refused for good, nothing
     /// to deliver, or unreadable and durably recorded as such.
@@ -362,7 +359,6 @@ impl Verdict for NotifyOutcome {
             NotifyOutcome::Rejected { .. } => Level::WARN,
             // Someone has to look at the producer of the record.
             NotifyOutcome::Unreadable(_) => Level::ERROR,
-            NotifyOutcome::Unsettled(u) => u.level(),
         }
     }
 }
@@ -378,7 +374,8 @@ pub enum ClaimRefusal {
 }
 
 /// The claim made by `claim_id` at `now_ms` was refused; `stored` is the
-/// record it was checked against. A SENDING record with this attempt's own
+/// record it was checked against (`Err`: a refusal that makes no sense
+/// against it; retry and look again). A SENDING record with this attempt's own
 /// `claim_id` is the claim itself, seen again after a lost answer (the id is
 /// unique to one attempt, so it can be no one else's): answering Busy there
 /// would hold the notification back, and with it the shard, until the
@@ -387,26 +384,24 @@ pub fn classify_claim_refusal(
     stored: Option<&Stored>,
     claim_id: &str,
     now_ms: u64,
-) -> ClaimRefusal {
+) -> Result<ClaimRefusal, NotifyError> {
     let outcome = match stored {
         Some(Stored::Sending {
             claim_id: claimed_by,
             ..
-        }) if claimed_by == claim_id => return ClaimRefusal::Ours,
+        }) if claimed_by == claim_id => return Ok(ClaimRefusal::Ours),
         Some(Stored::Sent) => NotifyOutcome::AlreadySent,
         Some(Stored::Rejected) => NotifyOutcome::AlreadyRejected,
         Some(Stored::Sending { lease_until_ms, .. }) if *lease_until_ms >= now_ms => {
             NotifyOutcome::Busy
         }
         // An expired claim should have been taken over: look again.
-        Some(Stored::Sending { .. }) => NotifyOutcome::Unsettled(Unsettled::Failed(
-            NotifyError::Store(StoreError::InconsistentRefusal),
-        )),
-        None => NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
-            StoreError::RefusedWithoutItem,
-        ))),
+        Some(Stored::Sending { .. }) => {
+            return Err(NotifyError::Store(StoreError::InconsistentRefusal));
+        }
+        None => return Err(NotifyError::Store(StoreError::RefusedWithoutItem)),
     };
-    ClaimRefusal::Settled(outcome)
+    Ok(ClaimRefusal::Settled(outcome))
 }
 
 /// How long one delivery attempt holds its claim, and whether its POST may
@@ -479,6 +474,7 @@ impl LeasePolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lambda_idempotency::RecordOutcome;
 
     fn change(old: Option<Status>, new: Option<Status>) -> Change {
         Change {
@@ -567,7 +563,8 @@ mod tests {
         };
         let first = NotifyOutcome::Unreadable(err.clone());
         let again = NotifyOutcome::AlreadyUnreadable(err);
-        assert!(first.acknowledged() && again.acknowledged());
+        let record = |o: &NotifyOutcome| RecordOutcome::<_, NotifyError>::Settled(o.clone());
+        assert!(record(&first).acknowledge() && record(&again).acknowledge());
         assert_eq!(first.level(), Level::ERROR);
         assert_eq!(again.level(), Level::INFO);
         assert_eq!(first.label(), "Unreadable");
@@ -585,7 +582,7 @@ mod tests {
             lease_until_ms,
             claim_id: claim_id.into(),
         };
-        let settled = |o| ClaimRefusal::Settled(o);
+        let settled = |o| Ok(ClaimRefusal::Settled(o));
         let cases = [
             (Some(Stored::Sent), settled(NotifyOutcome::AlreadySent)),
             (
@@ -596,19 +593,15 @@ mod tests {
             // This attempt's own claim, seen again by the SDK's re-send of
             // an UpdateItem that committed unseen: held, whatever its lease
             // (the POST checks the lease before it starts).
-            (Some(sending(9, "mine")), ClaimRefusal::Ours),
-            (Some(sending(1, "mine")), ClaimRefusal::Ours),
+            (Some(sending(9, "mine")), Ok(ClaimRefusal::Ours)),
+            (Some(sending(1, "mine")), Ok(ClaimRefusal::Ours)),
             (
                 Some(sending(1, "other")),
-                settled(NotifyOutcome::Unsettled(Unsettled::Failed(
-                    NotifyError::Store(StoreError::InconsistentRefusal),
-                ))),
+                Err(NotifyError::Store(StoreError::InconsistentRefusal)),
             ),
             (
                 None,
-                settled(NotifyOutcome::Unsettled(Unsettled::Failed(
-                    NotifyError::Store(StoreError::RefusedWithoutItem),
-                ))),
+                Err(NotifyError::Store(StoreError::RefusedWithoutItem)),
             ),
         ];
         for (stored, want) in cases {
@@ -622,7 +615,7 @@ mod tests {
         assert!(NotifyOutcome::NothingToSend.acknowledge());
         assert!(!NotifyOutcome::Busy.acknowledge());
         assert!(
-            !NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable))
+            !RecordOutcome::<NotifyOutcome, _>::Failed(NotifyError::ProviderUnreachable)
                 .acknowledge()
         );
     }

@@ -60,7 +60,6 @@ use lambda_idempotency::time::{epoch_ms, unique_id};
 use lambda_idempotency::wire::ParseError;
 use lambda_idempotency::{BatchContext, Handler};
 use lambda_idempotency::{BuildError, Function};
-use lambda_idempotency::{Skip, Unsettled};
 use order_consumer::orders::domain::Status;
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
@@ -118,7 +117,8 @@ impl NotifierHandler {
 impl Handler for NotifierHandler {
     type Record = EventRecord;
     type Event = Read;
-    type Outcome = NotifyOutcome;
+    type Verdict = NotifyOutcome;
+    type Failure = NotifyError;
 
     /// An unreadable record is not a parse error here but an event of its
     /// own ([`Read::Unreadable`]), applied by recording it: the batch would
@@ -167,22 +167,15 @@ impl Handler for NotifierHandler {
         }
     }
 
+    /// One record's verdict, or what kept it from one (the table, the
+    /// provider, or too little time left: [`NotifyError`]).
     async fn apply(&self, read: &Read, cx: &BatchContext) -> Result<NotifyOutcome, NotifyError> {
-        // The verdict carries its own failures (`Unsettled::Failed`), as
-        // it always did; the `Err` path is there for handlers using `?`.
-        Ok(self.verdict(read, cx).await)
-    }
-}
-
-impl NotifierHandler {
-    /// One record's verdict ([`Handler::apply`]).
-    async fn verdict(&self, read: &Read, cx: &BatchContext) -> NotifyOutcome {
         let change = match read {
             Read::Change(change) => change,
             Read::Unreadable(u) => return self.record_unreadable(u).await,
         };
         let Some(n) = notification_for(change) else {
-            return NotifyOutcome::NothingToSend;
+            return Ok(NotifyOutcome::NothingToSend);
         };
         let now = epoch_ms();
         // The lease must cover the POST from the moment the claim is
@@ -197,10 +190,10 @@ impl NotifierHandler {
         match self.store.claim(&n, &claim, lease_until, now).await {
             Ok(Claim::Granted) => {}
             Ok(Claim::Refused(stored)) => {
-                match classify_claim_refusal(stored.as_ref(), &claim, now) {
+                match classify_claim_refusal(stored.as_ref(), &claim, now)? {
                     // The SDK re-sent a claim that had committed: it is ours.
                     ClaimRefusal::Ours => {}
-                    ClaimRefusal::Settled(outcome) => return outcome,
+                    ClaimRefusal::Settled(outcome) => return Ok(outcome),
                 }
             }
             Err(e) => {
@@ -210,7 +203,7 @@ impl NotifierHandler {
                 if let Err(release) = self.store.release(&n, &claim).await {
                     tracing::warn!(error = %release, "could not release the claim; its lease will expire");
                 }
-                return NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e)));
+                return Err(NotifyError::Store(e));
             }
         }
         // Confirmed now: a POST that its lease or the invocation could not
@@ -221,9 +214,12 @@ impl NotifierHandler {
             if let Err(e) = self.store.release(&n, &claim).await {
                 tracing::warn!(error = %e, "could not release the claim; its lease will expire");
             }
-            return NotifyOutcome::Unsettled(match late {
-                TooLate::Deadline => Unsettled::NotAttempted(Skip::Deadline),
-                TooLate::Lease => Unsettled::Failed(NotifyError::LeaseTooShort),
+            // Too close to the deadline is reported NotAttempted (see
+            // `NotifyError::not_attempted`), as a record the batch did not
+            // start.
+            return Err(match late {
+                TooLate::Deadline => NotifyError::DeadlineTooClose,
+                TooLate::Lease => NotifyError::LeaseTooShort,
             });
         }
         let (finish, outcome) = match self.webhook.post(&n).await {
@@ -239,24 +235,24 @@ impl NotifierHandler {
                 if let Err(e) = self.store.release(&n, &claim).await {
                     tracing::warn!(error = %e, "could not release the claim; its lease will expire");
                 }
-                return NotifyOutcome::Unsettled(Unsettled::Failed(match failed {
+                return Err(match failed {
                     Delivery::Retry(status) if webhook::is_configuration_problem(status) => {
                         NotifyError::Misconfigured { status }
                     }
                     Delivery::Retry(status) => NotifyError::Provider { status },
                     _ => NotifyError::ProviderUnreachable,
-                }));
+                });
             }
         };
         match self.store.finish(&n, &claim, finish, epoch_ms()).await {
-            Ok(true) => outcome,
+            Ok(true) => Ok(outcome),
             Ok(false) => {
                 // Our lease expired and another attempt took over; it sends
                 // under the same key, which the provider deduplicates.
                 tracing::warn!(
                     "claim taken over before it was recorded; the provider deduplicates"
                 );
-                outcome
+                Ok(outcome)
             }
             // Delivered but not recorded: give the claim back (best effort),
             // so the retry sends again under the same key without waiting
@@ -265,7 +261,7 @@ impl NotifierHandler {
                 if let Err(release) = self.store.release(&n, &claim).await {
                     tracing::warn!(error = %release, "could not release the claim; its lease will expire");
                 }
-                NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e)))
+                Err(NotifyError::Store(e))
             }
         }
     }
@@ -274,12 +270,12 @@ impl NotifierHandler {
 impl NotifierHandler {
     /// Record an unreadable record once; acknowledged only when it is
     /// recorded (now or by an earlier delivery).
-    async fn record_unreadable(&self, u: &Unreadable) -> NotifyOutcome {
-        match self.store.record_unreadable(u, epoch_ms()).await {
-            Ok(true) => NotifyOutcome::Unreadable(u.error.clone()),
-            Ok(false) => NotifyOutcome::AlreadyUnreadable(u.error.clone()),
-            Err(e) => NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(e))),
-        }
+    async fn record_unreadable(&self, u: &Unreadable) -> Result<NotifyOutcome, NotifyError> {
+        Ok(if self.store.record_unreadable(u, epoch_ms()).await? {
+            NotifyOutcome::Unreadable(u.error.clone())
+        } else {
+            NotifyOutcome::AlreadyUnreadable(u.error.clone())
+        })
     }
 }
 

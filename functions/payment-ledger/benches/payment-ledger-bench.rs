@@ -25,7 +25,6 @@ fn main() {
 }
 
 async fn figures(r: &mut Report) {
-    use lambda_idempotency::Verdict;
     const N: usize = 1_000;
     const ACCOUNTS: usize = 100;
     r.line(format!(

@@ -19,7 +19,7 @@ use tracing::Level;
 use crate::event::{LedgerEvent, Movement};
 use lambda_idempotency::RetryClass;
 use lambda_idempotency::StoreError;
-use lambda_idempotency::{Unsettled, Verdict};
+use lambda_idempotency::Verdict;
 
 /// A ledger entry as stored (the fields classification needs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +118,9 @@ pub enum Decision {
     /// The event can never be posted: park it in suspense, and acknowledge
     /// it only once the suspense entry is written.
     Park(SuspenseReason),
+    /// The refusal says nothing about the event (contention, throttling, a
+    /// reason DynamoDB did not fill in): the record failed, and is retried.
+    Failed(StoreError),
 }
 
 /// A producer bug: the same business id with different content.
@@ -131,7 +134,8 @@ pub enum LedgerConflict {
     SuspenseDiffers,
 }
 
-/// What happened to one ledger record.
+/// The ledger's verdict about one record (a record that got none is
+/// invalid, failed or not attempted: [`lambda_idempotency::RecordOutcome`]).
 #[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr, strum::VariantNames)]
 pub enum LedgerOutcome {
     /// The transaction committed (or was an SDK-retried / redelivered copy
@@ -145,15 +149,6 @@ pub enum LedgerOutcome {
     /// (written by this attempt).
     Suspended(SuspenseReason),
     Conflict(LedgerConflict),
-    /// Invalid, Failed or NotAttempted, as for every consumer.
-    #[strum(transparent)]
-    Unsettled(Unsettled),
-}
-
-impl From<Unsettled> for LedgerOutcome {
-    fn from(u: Unsettled) -> Self {
-        LedgerOutcome::Unsettled(u)
-    }
 }
 
 impl std::fmt::Display for LedgerOutcome {
@@ -187,22 +182,13 @@ impl std::fmt::Display for LedgerOutcome {
             LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers) => {
                 f.write_str("Conflict: the event is already parked in suspense with other content")
             }
-            LedgerOutcome::Unsettled(u) => u.fmt(f),
         }
     }
 }
 
 impl Verdict for LedgerOutcome {
-    type Failure = StoreError;
     const LABELS: &'static [&'static str] =
         &["Applied", "Duplicate", "Early", "Suspended", "Conflict"];
-
-    fn unsettled(&self) -> Option<&Unsettled> {
-        match self {
-            LedgerOutcome::Unsettled(u) => Some(u),
-            _ => None,
-        }
-    }
 
     /// Only what is durably recorded may be deleted from the queue: a
     /// committed entry, a proven duplicate (of an entry or a suspense
@@ -224,12 +210,11 @@ impl Verdict for LedgerOutcome {
             LedgerOutcome::Applied | LedgerOutcome::Duplicate | LedgerOutcome::Early => Level::INFO,
             LedgerOutcome::Suspended(_) => Level::WARN,
             LedgerOutcome::Conflict(_) => Level::ERROR,
-            LedgerOutcome::Unsettled(u) => u.level(),
         }
     }
 
     /// A refund waits for its capture; a Conflict never resolves itself.
-    fn own_retry_class(&self) -> RetryClass {
+    fn retry_class(&self) -> RetryClass {
         match self {
             LedgerOutcome::Conflict(_) => RetryClass::Hopeless,
             _ => RetryClass::Predecessor,
@@ -263,7 +248,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
     .flatten()
     .next()
     {
-        return settled(LedgerOutcome::Unsettled(Unsettled::Failed(t)));
+        return Decision::Failed(t);
     }
 
     // 1. The entry: its id is the idempotency key.
@@ -276,9 +261,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
             });
         }
         Reason::ConditionFailed(None) => {
-            return settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::RefusedWithoutItem,
-            )));
+            return Decision::Failed(StoreError::RefusedWithoutItem);
         }
         _ => {}
     }
@@ -304,9 +287,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
             };
         }
         Some(Reason::ConditionFailed(None)) => {
-            return settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::RefusedWithoutItem,
-            )));
+            return Decision::Failed(StoreError::RefusedWithoutItem);
         }
         _ => {}
     }
@@ -333,9 +314,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
                 requested: ev.amount.get(),
             });
         }
-        return settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-            StoreError::InconsistentRefusal,
-        )));
+        return Decision::Failed(StoreError::InconsistentRefusal);
     }
 
     // 4. The account: same currency (or, for a capture, a new account).
@@ -346,14 +325,10 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
                 account_currency: account.currency.clone(),
             })
         }
-        Reason::ConditionFailed(Some(_)) => settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-            StoreError::InconsistentRefusal,
-        ))),
+        Reason::ConditionFailed(Some(_)) => Decision::Failed(StoreError::InconsistentRefusal),
         // A refund's account is created by its capture; if the capture
         // exists and the account does not, something else is wrong.
-        Reason::ConditionFailed(None) => settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-            StoreError::RefusedWithoutItem,
-        ))),
+        Reason::ConditionFailed(None) => Decision::Failed(StoreError::RefusedWithoutItem),
         _ => {
             let code = [
                 other_code(&c.entry),
@@ -365,9 +340,7 @@ pub fn classify_cancellation(ev: &LedgerEvent, c: &Cancellation) -> Decision {
             .flatten()
             .next()
             .unwrap_or_else(|| "TransactionCanceled".to_owned());
-            settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::Client { code },
-            )))
+            Decision::Failed(StoreError::Client { code })
         }
     }
 }
@@ -388,15 +361,15 @@ pub fn classify_park_refusal(
     reason: SuspenseReason,
     attempt: &str,
     stored: Option<&SuspenseSnapshot>,
-) -> LedgerOutcome {
-    match stored {
-        None => LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem)),
+) -> Result<LedgerOutcome, StoreError> {
+    Ok(match stored {
+        None => return Err(StoreError::RefusedWithoutItem),
         Some(s) if !same_suspense(ev, s) => {
             LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers)
         }
         Some(s) if s.attempt == attempt => LedgerOutcome::Suspended(reason),
         Some(_) => LedgerOutcome::Duplicate,
-    }
+    })
 }
 
 /// Does the suspense entry hold this event? The same fields as
@@ -597,9 +570,7 @@ mod tests {
         // Refused without the item: unreadable, retried.
         assert_eq!(
             classify_cancellation(&r, &with_parked(Reason::ConditionFailed(None), Reason::Ok)),
-            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::RefusedWithoutItem
-            )))
+            Decision::Failed(StoreError::RefusedWithoutItem)
         );
         // A redelivery of a refund already posted stays a Duplicate.
         let posted = Cancellation {
@@ -616,9 +587,7 @@ mod tests {
         // Contention on the check is retried like any other.
         assert!(matches!(
             classify_cancellation(&r, &with_parked(Reason::TransactionConflict, Reason::Ok)),
-            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::Server { .. }
-            )))
+            Decision::Failed(StoreError::Server { .. })
         ));
         let code = SuspenseReason::CaptureParked {
             capture_entry: "suspense:pay:p1".into(),
@@ -657,9 +626,7 @@ mod tests {
         );
         assert!(matches!(
             classify_cancellation(&c, &conflict),
-            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::Server { .. }
-            )))
+            Decision::Failed(StoreError::Server { .. })
         ));
         let throttled = cancel(
             Reason::Throttled {
@@ -670,9 +637,7 @@ mod tests {
         );
         assert!(matches!(
             classify_cancellation(&c, &throttled),
-            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::Throttled { .. }
-            )))
+            Decision::Failed(StoreError::Throttled { .. })
         ));
         let odd = cancel(
             Reason::Other {
@@ -683,11 +648,9 @@ mod tests {
         );
         assert_eq!(
             classify_cancellation(&c, &odd),
-            Decision::Settled(LedgerOutcome::Unsettled(Unsettled::Failed(
-                StoreError::Client {
-                    code: "ValidationError".into()
-                }
-            )))
+            Decision::Failed(StoreError::Client {
+                code: "ValidationError".into()
+            })
         );
     }
 
@@ -706,11 +669,10 @@ mod tests {
         assert!(!LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers).acknowledge());
         assert!(!LedgerOutcome::Early.acknowledge());
         assert!(!LedgerOutcome::Conflict(LedgerConflict::EntryDiffers).acknowledge());
-        assert!(!LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Timeout)).acknowledge());
-        assert!(
-            !LedgerOutcome::Unsettled(Unsettled::Invalid(ParseError::MissingBody)).acknowledge()
-        );
-        assert!(!LedgerOutcome::Unsettled(Unsettled::NotAttempted(Skip::Deadline)).acknowledge());
+        type Record = lambda_idempotency::RecordOutcome<LedgerOutcome>;
+        assert!(!Record::Failed(StoreError::Timeout).acknowledge());
+        assert!(!Record::Invalid(ParseError::MissingBody).acknowledge());
+        assert!(!Record::NotAttempted(Skip::Deadline).acknowledge());
     }
 
     fn parked(account: &str, amount: i128, currency: &str, attempt: &str) -> SuspenseSnapshot {
@@ -732,29 +694,37 @@ mod tests {
         let suspended = LedgerOutcome::Suspended(over.clone());
         let differs = LedgerOutcome::Conflict(LedgerConflict::SuspenseDiffers);
         let r = refund(200);
-        let cases: [(&str, Option<SuspenseSnapshot>, LedgerOutcome); 7] = [
+        let cases: [(
+            &str,
+            Option<SuspenseSnapshot>,
+            Result<LedgerOutcome, StoreError>,
+        ); 7] = [
             // The SDK retried this very Put after its answer was lost.
-            ("ours", Some(parked("a1", 200, "INR", "this")), suspended),
+            (
+                "ours",
+                Some(parked("a1", 200, "INR", "this")),
+                Ok(suspended),
+            ),
             // A redelivery (or a re-publish) of the parked event.
             (
                 "redelivery",
                 Some(parked("a1", 200, "INR", "earlier")),
-                LedgerOutcome::Duplicate,
+                Ok(LedgerOutcome::Duplicate),
             ),
             (
                 "other amount",
                 Some(parked("a1", 201, "INR", "earlier")),
-                differs.clone(),
+                Ok(differs.clone()),
             ),
             (
                 "other account",
                 Some(parked("a2", 200, "INR", "earlier")),
-                differs.clone(),
+                Ok(differs.clone()),
             ),
             (
                 "other currency",
                 Some(parked("a1", 200, "USD", "earlier")),
-                differs.clone(),
+                Ok(differs.clone()),
             ),
             (
                 "other payment",
@@ -762,13 +732,9 @@ mod tests {
                     payment_id: "p2".into(),
                     ..parked("a1", 200, "INR", "earlier")
                 }),
-                differs,
+                Ok(differs),
             ),
-            (
-                "no item",
-                None,
-                LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::RefusedWithoutItem)),
-            ),
+            ("no item", None, Err(StoreError::RefusedWithoutItem)),
         ];
         for (name, stored, want) in cases {
             assert_eq!(
@@ -790,7 +756,7 @@ mod tests {
                 "this",
                 Some(&parked("a1", 200, "INR", "earlier"))
             ),
-            LedgerOutcome::Duplicate
+            Ok(LedgerOutcome::Duplicate)
         );
     }
 

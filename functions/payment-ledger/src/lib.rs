@@ -38,7 +38,6 @@ use domain::Decision;
 pub use domain::LedgerOutcome;
 pub use event::LedgerEvent;
 use event::{Movement, parse_body};
-use lambda_idempotency::Unsettled;
 use lambda_idempotency::config::{ConfigError, Settings, required};
 use lambda_idempotency::wire::ParseError;
 use lambda_idempotency::{BatchContext, Handler, StoreError};
@@ -69,7 +68,8 @@ impl LedgerHandler {
 impl Handler for LedgerHandler {
     type Record = SqsMessage;
     type Event = LedgerEvent;
-    type Outcome = LedgerOutcome;
+    type Verdict = LedgerOutcome;
+    type Failure = StoreError;
 
     fn parse(&self, record: &SqsMessage) -> Result<LedgerEvent, ParseError> {
         parse_body(record.body.as_deref())
@@ -103,36 +103,27 @@ impl Handler for LedgerHandler {
         )
     }
 
+    /// One record's verdict, or the write's failure.
     async fn apply(
         &self,
         ev: &LedgerEvent,
         _cx: &BatchContext,
     ) -> Result<LedgerOutcome, StoreError> {
-        // The verdict carries its own failures (`Unsettled::Failed`), as
-        // it always did; the `Err` path is there for handlers using `?`.
-        Ok(self.verdict(ev, _cx).await)
-    }
-}
-
-impl LedgerHandler {
-    /// One record's verdict ([`Handler::apply`]).
-    async fn verdict(&self, ev: &LedgerEvent, _cx: &BatchContext) -> LedgerOutcome {
-        let reason = match self.store.apply(ev).await {
-            Ok(Txn::Committed) => return LedgerOutcome::Applied,
-            Ok(Txn::Cancelled(c)) => match domain::classify_cancellation(ev, &c) {
-                Decision::Settled(outcome) => return outcome,
+        let reason = match self.store.apply(ev).await? {
+            Txn::Committed => return Ok(LedgerOutcome::Applied),
+            Txn::Cancelled(c) => match domain::classify_cancellation(ev, &c) {
+                Decision::Settled(outcome) => return Ok(outcome),
+                Decision::Failed(e) => return Err(e),
                 Decision::Park(reason) => reason,
             },
-            Err(e) => return LedgerOutcome::Unsettled(Unsettled::Failed(e)),
         };
         // Only once the suspense entry exists may the record be
         // acknowledged; a failed Put is a failed record, retried by SQS.
-        match self.store.park(ev, &reason).await {
-            Ok(Parked::Written) => LedgerOutcome::Suspended(reason),
-            Ok(Parked::Refused { attempt, stored }) => {
+        match self.store.park(ev, &reason).await? {
+            Parked::Written => Ok(LedgerOutcome::Suspended(reason)),
+            Parked::Refused { attempt, stored } => {
                 domain::classify_park_refusal(ev, reason, &attempt, stored.as_ref())
             }
-            Err(e) => LedgerOutcome::Unsettled(Unsettled::Failed(e)),
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::store::{ACCOUNT_KEY, ENTRY_KEY};
 use crate::{LedgerConfig, LedgerFunction};
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::Verdict;
+use lambda_idempotency::RecordOutcome;
 use order_consumer::testing::{TestDb, create_table, failed_ids, far_deadline, s, scan_all};
 use serde_json::{Value, json};
 
@@ -150,7 +150,7 @@ pub async fn run_ledger(
     let (report, response) = ledger.handle_batch(event, far_deadline()).await;
     let response = response.expect("partial-batch response, not an invocation error");
     (
-        report.outcomes().map(Verdict::label).collect(),
+        report.outcomes().map(RecordOutcome::label).collect(),
         failed_ids(&response),
     )
 }

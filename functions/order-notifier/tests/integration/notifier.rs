@@ -9,8 +9,8 @@ use std::time::Duration;
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::BatchError;
+use lambda_idempotency::RecordOutcome;
 use lambda_idempotency::time::epoch_ms;
-use lambda_idempotency::{Unsettled, Verdict};
 use order_notifier::domain::{Notification, NotifyError, NotifyOutcome, Template};
 use order_notifier::store::{Claim, KEY, NotificationStore};
 use order_notifier::url::{URL_VAR, WebhookUrl};
@@ -140,7 +140,7 @@ async fn run(n: &NotifierFunction, event: &StreamEvent) -> (Vec<&'static str>, V
         panic!("partial-batch response, not {e:?}: {outcomes:?}")
     });
     (
-        report.outcomes().map(Verdict::label).collect(),
+        report.outcomes().map(RecordOutcome::label).collect(),
         response
             .batch_item_failures
             .iter()
@@ -291,15 +291,15 @@ async fn provider_errors_and_timeouts_are_retried_then_delivered_once() {
     for (mode, want) in [
         (
             Mode::Fail(500),
-            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Provider { status: 500 })),
+            RecordOutcome::Failed(NotifyError::Provider { status: 500 }),
         ),
         (
             Mode::Fail(429),
-            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Provider { status: 429 })),
+            RecordOutcome::Failed(NotifyError::Provider { status: 429 }),
         ),
         (
             Mode::Hang,
-            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable)),
+            RecordOutcome::Failed(NotifyError::ProviderUnreachable),
         ),
     ] {
         s.provider.set_mode(mode);
@@ -615,7 +615,9 @@ fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {
     s(item, key)
 }
 
-fn outcome_of(report: &lambda_idempotency::BatchReport<NotifyOutcome>) -> NotifyOutcome {
+fn outcome_of(
+    report: &lambda_idempotency::BatchReport<NotifyOutcome, NotifyError>,
+) -> RecordOutcome<NotifyOutcome, NotifyError> {
     report.records[0].outcome.clone()
 }
 
@@ -638,9 +640,7 @@ async fn a_redirect_is_not_followed_and_leaves_the_notification_retryable() {
         let outcome = outcome_of(&report);
         assert_eq!(
             outcome,
-            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Misconfigured {
-                status: code
-            })),
+            RecordOutcome::Failed(NotifyError::Misconfigured { status: code }),
             "{code}"
         );
         assert!(!outcome.acknowledge(), "{code}");
@@ -699,9 +699,7 @@ async fn contract_refusals_are_retried_not_recorded_as_rejected() {
         let outcome = outcome_of(&report);
         assert_eq!(
             outcome,
-            NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Misconfigured {
-                status: code
-            })),
+            RecordOutcome::Failed(NotifyError::Misconfigured { status: code }),
             "{code}"
         );
         assert!(!outcome.acknowledge(), "{code}: not acknowledged");
@@ -765,7 +763,7 @@ async fn a_provider_outage_fails_the_invocation_and_a_partial_one_does_not() {
         record(7, "ord-3", None, Some("PLACED")),
     ]);
     let (report, response) = n.handle_batch(&partly, far_deadline()).await;
-    let labels: Vec<_> = report.outcomes().map(Verdict::label).collect();
+    let labels: Vec<_> = report.outcomes().map(RecordOutcome::label).collect();
     assert_eq!(labels, ["Failed", "NothingToSend", "AlreadySent"]);
     let failed: Vec<_> = response
         .expect("a partial batch response")
@@ -816,7 +814,7 @@ async fn a_post_the_invocation_cannot_cover_is_not_started() {
     let (report, _) = n.handle_batch(&event, deadline).await;
     assert_eq!(
         outcome_of(&report),
-        NotifyOutcome::Unsettled(Unsettled::NotAttempted(lambda_idempotency::Skip::Deadline))
+        RecordOutcome::NotAttempted(lambda_idempotency::Skip::Deadline)
     );
     let key = "order-ord-1-order-confirmation";
     assert_eq!(s.provider.requests(key), 0, "no POST started");
@@ -884,7 +882,7 @@ async fn the_lease_covers_the_whole_post_after_a_slow_claim() {
     let report = running.await.expect("no panic");
     assert_eq!(
         outcome_of(&report),
-        NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::ProviderUnreachable))
+        RecordOutcome::Failed(NotifyError::ProviderUnreachable)
     );
 }
 
@@ -906,9 +904,7 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
     let (report, _) = n.handle_batch(&event, far_deadline()).await;
     assert_eq!(
         outcome_of(&report),
-        NotifyOutcome::Unsettled(Unsettled::Failed(NotifyError::Store(
-            lambda_idempotency::StoreError::Network
-        )))
+        RecordOutcome::Failed(NotifyError::Store(lambda_idempotency::StoreError::Network))
     );
     let key = "order-ord-1-order-confirmation";
     assert_eq!(s.provider.requests(key), 0);
@@ -931,6 +927,5 @@ fn the_notifiers_labels_cover_its_verdicts() {
     order_consumer::testing::assert_labels_cover_variants::<NotifyOutcome>(
         "notifier",
         NotifyOutcome::VARIANTS,
-        "Unsettled",
     );
 }

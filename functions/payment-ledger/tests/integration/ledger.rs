@@ -2,8 +2,8 @@
 //! classification of a (cancelled) TransactWriteItems, with the balance and
 //! the entries checked after each step.
 
+use lambda_idempotency::RecordOutcome;
 use lambda_idempotency::StoreError;
-use lambda_idempotency::{Unsettled, Verdict};
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -472,9 +472,9 @@ async fn a_suspense_entry_that_cannot_be_written_is_not_acknowledged() {
     let (report, response) = l.handle_batch(&batch_of(&[usd]), far_deadline()).await;
     assert_eq!(
         report.records[0].outcome,
-        LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Server {
+        RecordOutcome::Failed(StoreError::Server {
             code: "InternalServerError".into()
-        }))
+        })
     );
     // Its only record failed on DynamoDB: the whole batch goes back.
     assert!(response.is_err(), "acknowledged without a suspense entry");
@@ -537,9 +537,9 @@ async fn a_transaction_conflict_is_a_retryable_failure() {
         .await;
     assert_eq!(
         report.records[0].outcome,
-        LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Server {
+        RecordOutcome::Failed(StoreError::Server {
             code: "TransactionConflict".into()
-        }))
+        })
     );
     assert!(report.records[0].outcome.level() == tracing::Level::WARN);
     assert_eq!(
@@ -562,7 +562,7 @@ async fn throttling_is_retried_then_reported_and_a_full_outage_fails_the_invocat
         .await;
     assert!(matches!(
         report.records[0].outcome,
-        LedgerOutcome::Unsettled(Unsettled::Failed(StoreError::Throttled { .. }))
+        RecordOutcome::Failed(StoreError::Throttled { .. })
     ));
     assert!(response.is_err(), "every record failed on DynamoDB");
     assert_eq!(server.requests(), 3, "the SDK's 3 attempts");
@@ -590,6 +590,5 @@ fn the_ledgers_labels_cover_its_verdicts() {
     order_consumer::testing::assert_labels_cover_variants::<LedgerOutcome>(
         "ledger",
         LedgerOutcome::VARIANTS,
-        "Unsettled",
     );
 }
