@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
 use lambda_idempotency::tracing::{self, Level, Span, field::Empty};
 use lambda_idempotency::wire::{Id, as_object, parse_wrapped, req_id, req_str, req_u64};
-use lambda_idempotency::{BatchContext, Handler, ParseError, StoreError, Unsettled, Verdict};
+use lambda_idempotency::{BatchContext, Handler, ParseError, StoreError, Verdict};
 
 /// The function's name: the `errorType` prefix of its invocation errors.
 pub const NAME: &str = "Reservations";
@@ -51,10 +51,10 @@ pub struct Reservation {
     pub stock: Option<(Id, u64)>,
 }
 
-/// What happened to one record: this consumer's verdicts, and the shared
-/// outcomes (Invalid, Failed, NotAttempted) with their labels, wording and
-/// log levels from the library.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the rules decided for one record. The shared outcomes (Invalid,
+/// Failed, NotAttempted) are the library's: the batch reports each record
+/// as a `RecordOutcome<ReservationOutcome>` around this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReservationOutcome {
     Applied,
     /// The reservation is already in this event's status.
@@ -63,66 +63,43 @@ pub enum ReservationOutcome {
     Early,
     /// Can never apply (confirming a released reservation).
     Rejected,
-    Unsettled(Unsettled),
-}
-
-impl From<Unsettled> for ReservationOutcome {
-    fn from(u: Unsettled) -> Self {
-        Self::Unsettled(u)
-    }
 }
 
 impl fmt::Display for ReservationOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unsettled(u) => u.fmt(f),
-            own => f.write_str(own.label()),
-        }
+        f.write_str(self.label())
     }
 }
 
 impl Verdict for ReservationOutcome {
-    type Failure = StoreError;
-    /// The metric names of the verdicts above (the shared ones are added);
-    /// `label` returns one of them, and a test checks the two agree.
+    /// The metric names of the verdicts above, in their order (the shared
+    /// ones are added); a test checks each `label` is its verdict's name.
     const LABELS: &'static [&'static str] = &["Applied", "Duplicate", "Early", "Rejected"];
-    fn unsettled(&self) -> Option<&Unsettled> {
-        match self {
-            Self::Unsettled(u) => Some(u),
-            _ => None,
-        }
-    }
     /// Deleted from the queue: committed, or never to be committed. Early
     /// comes back until its predecessor has applied.
     fn acknowledge(&self) -> bool {
         matches!(self, Self::Applied | Self::Duplicate | Self::Rejected)
     }
     fn label(&self) -> &'static str {
-        match self {
-            Self::Applied => "Applied",
-            Self::Duplicate => "Duplicate",
-            Self::Early => "Early",
-            Self::Rejected => "Rejected",
-            Self::Unsettled(u) => u.label(),
-        }
+        Self::LABELS[*self as usize]
     }
     fn level(&self) -> Level {
         match self {
             Self::Rejected => Level::WARN,
-            Self::Unsettled(u) => u.level(),
             _ => Level::INFO,
         }
     }
 }
 
-/// Refused: what does the stored status (ALL_OLD) say? Pure.
-pub fn classify(kind: Kind, stored: Option<&str>) -> ReservationOutcome {
+/// Refused: what does the stored status (ALL_OLD) say? Pure. `Err` for a
+/// refusal the stored item cannot explain.
+pub fn classify(kind: Kind, stored: Option<&str>) -> Result<ReservationOutcome, StoreError> {
     match stored {
-        Some(st) if st == kind.rule().0 => ReservationOutcome::Duplicate,
-        Some(_) => ReservationOutcome::Rejected,
-        None if kind != Kind::Requested => ReservationOutcome::Early,
+        Some(st) if st == kind.rule().0 => Ok(ReservationOutcome::Duplicate),
+        Some(_) => Ok(ReservationOutcome::Rejected),
+        None if kind != Kind::Requested => Ok(ReservationOutcome::Early),
         // The guard of a request refuses only an existing item.
-        None => ReservationOutcome::failed(StoreError::RefusedWithoutItem),
+        None => Err(StoreError::RefusedWithoutItem),
     }
 }
 
@@ -136,7 +113,8 @@ pub struct ReservationHandler {
 impl Handler for ReservationHandler {
     type Record = lambda_idempotency::SqsMessage;
     type Event = Reservation;
-    type Outcome = ReservationOutcome;
+    type Verdict = ReservationOutcome;
+    type Failure = StoreError;
 
     /// Parse one body (plain, SNS- or EventBridge-wrapped) with the
     /// library's strict readers: a specific error, never the value.
@@ -174,7 +152,7 @@ impl Handler for ReservationHandler {
         )
     }
 
-    async fn apply(&self, r: &Reservation, _: &BatchContext) -> Result<Self::Outcome, StoreError> {
+    async fn apply(&self, r: &Reservation, _: &BatchContext) -> Result<Self::Verdict, StoreError> {
         let (to, guard, follows) = r.kind.rule();
         let mut update = self
             .client
@@ -203,6 +181,6 @@ impl Handler for ReservationHandler {
             return Ok(ReservationOutcome::Applied);
         };
         let status = item.as_ref().and_then(|i| i.get("status")?.as_s().ok());
-        Ok(classify(r.kind, status.map(String::as_str)))
+        classify(r.kind, status.map(String::as_str))
     }
 }
