@@ -35,33 +35,12 @@ fn order_image(order: &str, status: &str) -> Value {
 /// One stream record, shaped as Lambda delivers it (as in the notifier's
 /// integration tests).
 fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value {
-    let name = match (old, new) {
-        (None, Some(_)) => "INSERT",
-        (Some(_), Some(_)) => "MODIFY",
-        _ => "REMOVE",
-    };
-    let mut change = serde_json::json!({
-        "ApproximateCreationDateTime": 1796551200.0,
-        "Keys": {"order_id": {"S": order}},
-        "SequenceNumber": format!("{:021}", 1000 + seq),
-        "SizeBytes": 120,
-        "StreamViewType": "NEW_AND_OLD_IMAGES"
-    });
-    if let Some(o) = old {
-        change["OldImage"] = order_image(order, o);
-    }
-    if let Some(n) = new {
-        change["NewImage"] = order_image(order, n);
-    }
-    serde_json::json!({
-        "eventID": format!("ev-{seq}"),
-        "eventName": name,
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": "us-east-1",
-        "dynamodb": change,
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-12-01T00:00:00.000"
-    })
+    order_notifier::testing::stream_record(
+        seq,
+        order,
+        old.map(|o| order_image(order, o)),
+        new.map(|n| order_image(order, n)),
+    )
 }
 
 async fn figures(r: &mut Report) {

@@ -43,6 +43,11 @@ pub mod store;
 pub mod url;
 pub mod webhook;
 
+/// Test support as library code (feature `testing`, for the tests and the
+/// benchmark).
+#[cfg(feature = "testing")]
+pub mod testing;
+
 use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::EventRecord;

@@ -100,33 +100,12 @@ fn image(order: &str, status: &str) -> Value {
 
 /// One stream record, shaped as Lambda delivers it.
 pub(crate) fn record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) -> Value {
-    let name = match (old, new) {
-        (None, Some(_)) => "INSERT",
-        (Some(_), Some(_)) => "MODIFY",
-        _ => "REMOVE",
-    };
-    let mut change = json!({
-        "ApproximateCreationDateTime": 1796551200.0,
-        "Keys": {"order_id": {"S": order}},
-        "SequenceNumber": format!("{:021}", 1000 + seq),
-        "SizeBytes": 120,
-        "StreamViewType": "NEW_AND_OLD_IMAGES"
-    });
-    if let Some(o) = old {
-        change["OldImage"] = image(order, o);
-    }
-    if let Some(n) = new {
-        change["NewImage"] = image(order, n);
-    }
-    json!({
-        "eventID": format!("ev-{seq}"),
-        "eventName": name,
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": "us-east-1",
-        "dynamodb": change,
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:111122223333:table/orders/stream/2026-12-01T00:00:00.000"
-    })
+    order_notifier::testing::stream_record(
+        seq,
+        order,
+        old.map(|o| image(order, o)),
+        new.map(|n| image(order, n)),
+    )
 }
 
 pub(crate) fn stream(records: Vec<Value>) -> StreamEvent {
