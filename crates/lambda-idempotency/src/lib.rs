@@ -155,6 +155,9 @@ pub mod config;
 pub mod dynamo;
 mod error;
 mod function;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 pub mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
