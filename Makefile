@@ -158,5 +158,5 @@ lint: ## rustfmt check + clippy with warnings as errors + no import cycles among
 check-removal: ## Prove each function under functions/ can be removed: the workspace checks without its folder and members line
 	bash scripts/check-removal.sh
 
-lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package verified
+lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package checked from its files
 	bash scripts/lib-check.sh
