@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! Test support for functions built on `lambda-idempotency`, as library
 //! code: what the tests of a consumer, a reliability suite and a benchmark
 //! need that is not about any one consumer's events.
