@@ -159,7 +159,9 @@ sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "
 # (scripts/managed_instances.py), for this deploy and the later ones; its
 # own constraints are checked before the build; a saved stack cannot switch.
 ARN=arn:aws:lambda:eu-west-1:123456789012:capacity-provider:prod
-functions=$(grep -c '^    Type: AWS::Serverless::Function$' template.yaml)
+functions=$(.venv/bin/python -c 'from samcli.yamlhelper import yaml_parse
+t = yaml_parse(open("template.yaml").read())
+print(sum(r.get("Type") == "AWS::Serverless::Function" for r in t["Resources"].values()))')
 MI_BUILT="  template.managed-instances.json: $functions functions on {'Ref': 'CapacityProviderArn'}, memory >= 2048, republished: True"
 MI_SAVED="version = 0.1\n[default.deploy.parameters]\nstack_name = \"s\"\nparameter_overrides = \"CapacityProviderArn=\\\"$ARN\\\"\"\n"
 want_out="Lambda Managed Instances: every function on the capacity provider $ARN, up to 8 invocations per process, 2048 MB" \
