@@ -62,11 +62,15 @@ for member in "${members[@]}"; do
   grep -vxF "    \"$member\"," "$root/Cargo.toml" >"$copy/Cargo.toml"
   touch -r "$root/Cargo.toml" "$copy/Cargo.toml"
   echo "== without $member"
-  # Its template resources; then the template checks, quiet unless they fail.
+  # Its template resources; then the template checks, quiet unless they
+  # fail. Their output goes under the copy's target/, which cargo, with its
+  # target dir elsewhere, leaves alone; so does it the .venv link (hidden).
   ln -s "$root/.venv" "$copy/.venv"
-  if ! "$py" scripts/remove_function.py template.yaml "$copy/template.yaml" "$member" >"$copy/removal.log" 2>&1 \
-    || ! VALIDATE_CHECKS_ONLY=1 bash "$copy/scripts/validate-template.sh" >>"$copy/removal.log" 2>&1; then
-    cat "$copy/removal.log"
+  log="$copy/target/removal.log"
+  mkdir -p "$copy/target"
+  if ! "$py" scripts/remove_function.py template.yaml "$copy/template.yaml" "$member" >"$log" 2>&1 \
+    || ! VALIDATE_CHECKS_ONLY=1 bash "$copy/scripts/validate-template.sh" >>"$log" 2>&1; then
+    cat "$log"
     echo "   the template checks fail without $member" >&2
     failed+=("$member (template)")
   elif ! deployed=$("$py" "$copy/scripts/check_deploy_params.py" "$copy/template.yaml" 2>&1 | grep 'functions deployed:') \
@@ -74,7 +78,7 @@ for member in "${members[@]}"; do
     echo "   make deploy's parameter check, without $member: ${deployed:-no list of the functions deployed}" >&2
     failed+=("$member (deploy parameters)")
   else
-    echo "   template checks pass without $member ($(tail -n 1 "$copy/removal.log" | grep -o '[0-9]* Deploy\* combinations'); $(($(date +%s) - started)) s)"
+    echo "   template checks pass without $member ($(tail -n 1 "$log" | grep -o '[0-9]* Deploy\* combinations'); $(($(date +%s) - started)) s)"
   fi
   [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]] && continue
   started=$(date +%s)
