@@ -1,4 +1,3 @@
-#![deny(missing_docs)]
 //! Test support for functions built on `lambda-idempotency`, as library
 //! code: what the tests of a consumer, a reliability suite and a benchmark
 //! need that is not about any one consumer's events.
@@ -39,7 +38,7 @@ pub use dynamodb::{
 };
 pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
-pub use tables::{create_streamed_table, create_table};
+pub use tables::{create_idempotency_table, create_streamed_table, create_table};
 
 /// The dynoxide crate this support runs, for a test that serves its own
 /// database (its streams, a file-backed one).
