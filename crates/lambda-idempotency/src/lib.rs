@@ -187,7 +187,9 @@ pub use function::{
 };
 #[cfg(feature = "idempotency")]
 #[cfg_attr(docsrs, doc(cfg(feature = "idempotency")))]
-pub use idempotency::{IdempotencyOptions, IdempotencyStore, IdempotencyTable};
+pub use idempotency::{
+    IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Idempotent,
+};
 pub use metrics::{OutcomeCounts, VisibilityTally};
 pub use outcome::{Failure, RecordOutcome, Skip, Verdict, labels};
 #[cfg(feature = "sqs")]

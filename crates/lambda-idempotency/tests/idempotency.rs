@@ -368,3 +368,361 @@ async fn the_completion_commits_with_the_business_write_or_not_at_all() {
     ));
     assert_eq!(scan_all(&db.client, &orders).await.len(), 1);
 }
+
+// ---- The wrapper: any async function once per key ----
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lambda_idempotency::idempotency::{IdempotencyError, Idempotent};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Charge {
+    id: String,
+    amount: u64,
+    note: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Receipt {
+    reference: String,
+    replayed: bool,
+}
+
+#[derive(Debug, PartialEq)]
+struct Declined;
+
+impl std::fmt::Display for Declined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("declined")
+    }
+}
+
+fn charge(id: &str, amount: u64) -> Charge {
+    Charge {
+        id: id.into(),
+        amount,
+        note: "n".into(),
+    }
+}
+
+/// A function that counts its runs, and answers its input's id and run.
+#[derive(Clone, Default)]
+struct Card {
+    runs: Arc<AtomicU64>,
+}
+
+impl Card {
+    fn runs(&self) -> u64 {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    fn charge(&self) -> impl FnOnce(Charge) -> std::future::Ready<Result<Receipt, Declined>> {
+        let runs = self.runs.clone();
+        move |c: Charge| {
+            let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+            std::future::ready(Ok(Receipt {
+                reference: format!("{}-{n}", c.id),
+                replayed: false,
+            }))
+        }
+    }
+
+    fn decline(&self) -> impl FnOnce(Charge) -> std::future::Ready<Result<Receipt, Declined>> {
+        let runs = self.runs.clone();
+        move |_| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Err(Declined))
+        }
+    }
+}
+
+fn wrapper(store: IdempotencyStore) -> Idempotent<Charge, Receipt> {
+    Idempotent::new(store, "charge")
+        .unwrap()
+        .key(|c: &Charge| Some(c.id.clone()))
+        .payload(|c: &Charge| serde_json::json!({ "amount": c.amount }))
+}
+
+fn soon() -> u64 {
+    epoch_ms() + 30_000
+}
+
+/// The first call runs; a repeat returns the stored output without
+/// running (through the replay hook); another payload under the key is an
+/// error, and a field outside the payload does not count.
+#[tokio::test]
+async fn the_wrapped_function_runs_once_per_key_and_replays() {
+    let db = Db::new().await;
+    let card = Card::default();
+    let f = wrapper(db.store(options())).on_replay(|r: Receipt| Receipt {
+        replayed: true,
+        ..r
+    });
+    let first = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(first.reference, "p1-1");
+    assert!(!first.replayed);
+    let mut other_note = charge("p1", 5);
+    other_note.note = "other".into();
+    let again = f.call(other_note, soon(), card.charge()).await.unwrap();
+    assert_eq!(
+        again,
+        Receipt {
+            reference: "p1-1".into(),
+            replayed: true
+        }
+    );
+    assert_eq!(card.runs(), 1);
+    let other = f.call(charge("p1", 6), soon(), card.charge()).await;
+    assert!(
+        matches!(other, Err(IdempotencyError::OtherPayload)),
+        "{other:?}"
+    );
+    assert_eq!(card.runs(), 1);
+    // Another key runs; the stored key is the hash under the function's
+    // name, never the input's key in the clear.
+    f.call(charge("p2", 6), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(card.runs(), 2);
+    let keys: Vec<String> = db.items().await.iter().map(|i| text(i, "id")).collect();
+    assert!(
+        keys.iter()
+            .all(|k| k.starts_with("charge#") && k.len() == 7 + 64 && !k.contains("p1")),
+        "{keys:?}"
+    );
+}
+
+/// A call while the first runs is told it is in progress, with when to
+/// retry (the first's lease, capped by max_lease), and does not run.
+#[tokio::test]
+async fn a_concurrent_call_is_in_progress_with_when_to_retry() {
+    let db = Db::new().await;
+    let f = wrapper(db.store(options())).max_lease(Duration::from_secs(20));
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (finish_tx, finish_rx) = tokio::sync::oneshot::channel::<()>();
+    let first = {
+        let f = f.clone();
+        tokio::spawn(async move {
+            f.call(
+                charge("p1", 5),
+                epoch_ms() + 600_000,
+                |c: Charge| async move {
+                    let _ = started_tx.send(());
+                    let _ = finish_rx.await;
+                    Ok::<_, Declined>(Receipt {
+                        reference: c.id,
+                        replayed: false,
+                    })
+                },
+            )
+            .await
+        })
+    };
+    started_rx.await.unwrap();
+    let card = Card::default();
+    let before = epoch_ms();
+    let second = f.call(charge("p1", 5), soon(), card.charge()).await;
+    let Err(IdempotencyError::InProgress {
+        retry_after,
+        lease_until_ms,
+    }) = second
+    else {
+        panic!("{second:?}")
+    };
+    // The lease is the cap (20 s), not the 10-minute deadline.
+    assert!(lease_until_ms <= before + 20_000 && lease_until_ms + 1_000 >= before + 20_000);
+    assert!(retry_after > Duration::from_secs(18) && retry_after <= Duration::from_secs(20));
+    assert_eq!(card.runs(), 0);
+    finish_tx.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap().reference, "p1");
+    let third = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((third.reference.as_str(), card.runs()), ("p1", 0));
+}
+
+/// A failed function gives its claim back: the error is the function's,
+/// and a retry runs at once (not "in progress" until the lease ends).
+#[tokio::test]
+async fn a_failed_function_releases_its_claim_and_a_retry_runs() {
+    let db = Db::new().await;
+    let card = Card::default();
+    let f = wrapper(db.store(options()));
+    let failed = f.call(charge("p1", 5), soon(), card.decline()).await;
+    assert!(
+        matches!(failed, Err(IdempotencyError::Function(Declined))),
+        "{failed:?}"
+    );
+    assert!(db.items().await.is_empty(), "the claim was not given back");
+    let retried = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((retried.reference.as_str(), card.runs()), ("p1-2", 2));
+}
+
+/// After the expiry (by the clock passed in, the record still in the
+/// table) the function runs again.
+#[tokio::test]
+async fn an_expired_output_is_not_replayed() {
+    let db = Db::new().await;
+    let card = Card::default();
+    let now = Arc::new(AtomicU64::new(epoch_ms()));
+    let clock = now.clone();
+    let f = wrapper(db.store(options()))
+        .expiry(Duration::from_secs(60))
+        .clock(move || clock.load(Ordering::SeqCst));
+    let lease = |now: &AtomicU64| now.load(Ordering::SeqCst) + 30_000;
+    f.call(charge("p1", 5), lease(&now), card.charge())
+        .await
+        .unwrap();
+    now.fetch_add(59_000, Ordering::SeqCst);
+    let r = f
+        .call(charge("p1", 5), lease(&now), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((r.reference.as_str(), card.runs()), ("p1-1", 1));
+    now.fetch_add(2_000, Ordering::SeqCst);
+    let r = f
+        .call(charge("p1", 5), lease(&now), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((r.reference.as_str(), card.runs()), ("p1-2", 2));
+}
+
+/// The claim's answer lost (DynamoDB applied it): the SDK's re-send is
+/// refused against this call's own claim, which it recognises: the
+/// function runs once, and the call succeeds.
+#[tokio::test]
+async fn a_wrapped_call_whose_claim_answer_was_lost_runs_once() {
+    let db = Db::new().await;
+    let (store, proxy) = db.proxied(options()).await;
+    let card = Card::default();
+    let f = wrapper(store);
+    proxy.set_first(Fault::ByOperation(&[("PutItem", Fault::DropAnswer)]), 1);
+    let r = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(proxy.injected().get("drop-answer"), Some(&1));
+    assert_eq!((r.reference.as_str(), card.runs()), ("p1-1", 1));
+    let r = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((r.reference.as_str(), card.runs()), ("p1-1", 1));
+}
+
+/// With the cache on, a repeat in this process costs no request; each
+/// function's cache is its own and its keys have its own prefix.
+#[tokio::test]
+async fn a_cached_repeat_costs_no_request() {
+    let db = Db::new().await;
+    let (store, proxy) = db.proxied(options()).await;
+    let card = Card::default();
+    let f = wrapper(store.clone()).cache_bytes(64 * 1024);
+    f.call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(proxy.requests(), 2, "claim and completion");
+    for _ in 0..3 {
+        let r = f
+            .call(charge("p1", 5), soon(), card.charge())
+            .await
+            .unwrap();
+        assert_eq!(r.reference, "p1-1");
+    }
+    assert!(matches!(
+        f.call(charge("p1", 6), soon(), card.charge()).await,
+        Err(IdempotencyError::OtherPayload)
+    ));
+    assert_eq!((proxy.requests(), card.runs()), (2, 1));
+    // Another function (another name), the same input: its own key.
+    let refund = Idempotent::<Charge, Receipt>::new(store, "refund")
+        .unwrap()
+        .key(|c: &Charge| Some(c.id.clone()));
+    let r = refund
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((r.reference.as_str(), card.runs()), ("p1-2", 2));
+}
+
+/// Keys: an input without one is refused (or, when allowed, runs without
+/// idempotency every time); by default the whole input is the key; a
+/// call past its deadline writes nothing; errors never carry the input.
+#[tokio::test]
+async fn keys_deadlines_and_errors_that_say_no_input() {
+    let db = Db::new().await;
+    let card = Card::default();
+    let f = wrapper(db.store(options()));
+    let none = f.call(charge("", 5), soon(), card.charge()).await;
+    assert!(matches!(none, Err(IdempotencyError::NoKey)), "{none:?}");
+    let lax = f.clone().run_without_key();
+    lax.call(charge("", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    lax.call(charge("", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(card.runs(), 2);
+    assert!(db.items().await.is_empty());
+
+    // The whole input as the key: any field differs, another key.
+    let whole = Idempotent::<Charge, Receipt>::new(db.store(options()), "whole").unwrap();
+    whole
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    whole
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(card.runs(), 3);
+    whole
+        .call(charge("p1", 6), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!(card.runs(), 4);
+
+    // A lease end as a tokio Instant; one already past refuses the call.
+    let later = tokio::time::Instant::now() + Duration::from_secs(30);
+    f.call(charge("p9", 5), later, card.charge()).await.unwrap();
+    let past = f.call(charge("p8", 5), epoch_ms() - 1, card.charge()).await;
+    assert!(
+        matches!(
+            past,
+            Err(IdempotencyError::Store(StoreError::DeadlineExceeded))
+        ),
+        "{past:?}"
+    );
+    assert_eq!(card.runs(), 5);
+
+    let secret = "card-4111-1111";
+    f.call(charge(secret, 5), soon(), card.charge())
+        .await
+        .unwrap();
+    let errors = [
+        f.call(charge(secret, 6), soon(), card.charge())
+            .await
+            .unwrap_err(),
+        f.call(charge("", 6), soon(), card.charge())
+            .await
+            .unwrap_err(),
+    ];
+    for e in errors {
+        let shown = format!("{e} {e:?}");
+        assert!(
+            !shown.contains(secret) && !shown.contains("card-"),
+            "{shown}"
+        );
+    }
+    assert!(Idempotent::<Charge, Receipt>::new(db.store(options()), "a#b").is_err());
+    assert!(Idempotent::<Charge, Receipt>::new(db.store(options()), "").is_err());
+}

@@ -1,6 +1,6 @@
 //! Idempotency for any async function (feature `idempotency`): a
 //! DynamoDB store of keys, each claimed once, completed with the output it
-//! produced, and replayed to every repeat, and `Idempotent`, the wrapper
+//! produced, and replayed to every repeat, and [`Idempotent`], the wrapper
 //! that runs an `async fn(Input) -> Result<Output, E>` once per key: what
 //! Powertools' `idempotent_function` / `makeIdempotent` / `@Idempotent`
 //! do.
@@ -46,7 +46,10 @@ use sha2::{Digest, Sha256};
 use crate::error::StoreError;
 
 mod cache;
+mod function;
 mod store;
+
+pub use function::{IdempotencyError, Idempotent, LeaseEnd};
 
 pub use store::{Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, TransactError};
 
@@ -77,7 +80,7 @@ pub enum Record {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     /// The output as the completing call stored it (JSON for
-    /// `Idempotent`; any text for a caller of the store).
+    /// [`Idempotent`]; any text for a caller of the store).
     pub output: String,
     /// Epoch seconds: after this the key is free again.
     pub expires_at: u64,

@@ -258,12 +258,20 @@ impl IdempotencyStore {
         &self.options
     }
 
-    /// The same store (client, table, cache) with other options; the cache
-    /// keeps its size.
+    /// The same store (client, table) with other options. The cache is
+    /// shared with this store's unless `cache_bytes` differs: then it is a
+    /// new one of that size.
     pub fn with_options(&self, options: IdempotencyOptions) -> Self {
+        let cache = if options.cache_bytes == self.options.cache_bytes {
+            self.cache.clone()
+        } else {
+            Arc::new(Mutex::new(Cache::new(options.cache_bytes)))
+        };
         IdempotencyStore {
+            client: self.client.clone(),
+            table: self.table.clone(),
             options: Arc::new(options),
-            ..self.clone()
+            cache,
         }
     }
 
