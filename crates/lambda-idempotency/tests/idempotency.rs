@@ -726,3 +726,29 @@ async fn keys_deadlines_and_errors_that_say_no_input() {
     assert!(Idempotent::<Charge, Receipt>::new(db.store(options()), "a#b").is_err());
     assert!(Idempotent::<Charge, Receipt>::new(db.store(options()), "").is_err());
 }
+
+/// The claim commits and its answer is lost on every one of the SDK's
+/// tries: the call cannot know, and fails without running. Its claim is
+/// given back, so a retry runs instead of being refused as in progress by
+/// the call's own claim until the lease ends.
+#[tokio::test]
+async fn a_claim_whose_answer_never_arrives_is_given_back() {
+    let db = Db::new().await;
+    let (store, proxy) = db.proxied(options()).await;
+    let card = Card::default();
+    let f = wrapper(store);
+    proxy.set(Fault::ByOperation(&[("PutItem", Fault::DropAnswer)]), 1.0);
+    let r = f.call(charge("p1", 5), soon(), card.charge()).await;
+    assert!(
+        matches!(r, Err(IdempotencyError::Store(StoreError::Network))),
+        "{r:?}"
+    );
+    assert_eq!(card.runs(), 0);
+    assert!(db.items().await.is_empty(), "the claim was not given back");
+    proxy.heal();
+    let r = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((r.reference.as_str(), card.runs()), ("p1-1", 1));
+}
