@@ -6,8 +6,8 @@
 //! [`Settings`], [`StoreError`], [`BackoffPolicy`], the record and event
 //! types); the modules that stay public are those whose many items read
 //! better with their path ([`config`], [`wire`], [`time`], [`metrics`],
-//! [`bootstrap`], and with their features `dynamo`, `redelivery` and
-//! `idempotency`).
+//! [`bootstrap`], and with their features `dynamo`, `redelivery`,
+//! `idempotency` and `http`).
 //!
 //! The modules form layers; a module uses only modules of lower layers
 //! (`scripts/check_module_cycles.py` fails on a cycle):
@@ -33,7 +33,9 @@
 //!    partial-batch answer).
 //! 6. `redelivery` (feature `sqs`: sets the back-off delay on the SQS
 //!    messages a batch returns), `otel` (feature `otel`: OpenTelemetry
-//!    traces over OTLP).
+//!    traces over OTLP), `http` (feature `http`: the Idempotency-Key
+//!    layer for `lambda_http` services, on the `idempotency` store; uses
+//!    `batch` for the invocation's deadline, `time`, `error`).
 //! 7. [`bootstrap`] (logging, clients and traces, once per cold start).
 //! 8. `function` (the Lambda function every consumer is: [`Function`],
 //!    built with [`Function::builder`]).
@@ -45,7 +47,8 @@
 //! response), `dynamodb` (the `dynamo` helpers and
 //! `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
 //! `idempotency` (implies `dynamodb`): any async function once per key,
-//! the `idempotency` module.
+//! the `idempotency` module. `http` (implies `idempotency`): the
+//! Idempotency-Key layer for `lambda_http` handlers, the `http` module.
 //!
 //! # Example
 //!

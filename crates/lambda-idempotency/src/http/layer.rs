@@ -1,0 +1,544 @@
+//! The layer: [`IdempotencyLayer`] wraps a `lambda_http` service in
+//! [`IdempotentService`], which answers a repeat from the store and lets
+//! only a first request through.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::TransactWriteItem;
+use lambda_http::http::Method;
+use lambda_http::http::header::{HeaderName, HeaderValue};
+use lambda_http::tower::{Layer, Service};
+use lambda_http::{Body, Request, RequestExt, Response};
+use sha2::{Digest, Sha256};
+
+use super::key::key_of;
+use super::problem::{DEFAULT_PROBLEM_PREFIX, Problem, ProblemKind};
+use super::scope::{AuthMode, Scope, record_key};
+use super::stored::StoredResponse;
+use crate::batch::deadline_epoch_ms;
+use crate::error::StoreError;
+use crate::idempotency::{Claim, Claimed, IdempotencyStore, Refusal, fingerprint};
+use crate::time::{epoch_ms, rfc3339, unique_id};
+
+/// The header that publishes when a key expires (RFC 3339, UTC), on a
+/// first answer and on every replay.
+pub const EXPIRES_HEADER: &str = "idempotency-expires";
+/// The header on a replayed response (`true`).
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// The headers stored with a response unless configured
+/// ([`IdempotencyLayer::stored_headers`]): what describes the body and the
+/// resource it made. Not `date`, request ids or anything per-answer.
+pub const DEFAULT_STORED_HEADERS: [&str; 6] = [
+    "content-type",
+    "content-language",
+    "content-location",
+    "location",
+    "etag",
+    "last-modified",
+];
+/// Time kept before the invocation deadline to answer: a store call still
+/// running then is cut off and answered 503.
+pub const DEFAULT_DEADLINE_MARGIN: Duration = Duration::from_millis(500);
+/// The longest lease a claim takes, whatever the deadline (Lambda's own
+/// limit is 15 minutes).
+pub const MAX_LEASE: Duration = Duration::from_secs(900);
+/// The deadline of a request without a Lambda context or a [`Deadline`]:
+/// API Gateway's integration limit.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
+
+/// The invocation's deadline (epoch milliseconds), for a caller that knows
+/// it better than the request's Lambda context does (a test, a router that
+/// read it already): put it in the request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline(pub u64);
+
+/// On the inner service's response: the completion is already committed
+/// (the transactional form, [`HttpClaim::completion`]), so the layer must
+/// not write it again. The layer removes it before answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Committed;
+
+/// Decides whether two requests with one key are the same: the payload's
+/// fingerprint, or the answer to give instead (a request that is not
+/// valid, checked before anything is claimed, so that it stores nothing).
+/// (The answer is boxed: a response is large, a fingerprint small.)
+pub type FingerprintFn = dyn Fn(&Request) -> Result<String, Box<Response<Body>>> + Send + Sync;
+/// Rewrites the layer's own problems (an API's own titles or details).
+pub type ProblemFn = dyn Fn(ProblemKind, Problem) -> Problem + Send + Sync;
+
+/// The fingerprint of a request body unless configured: the canonical JSON
+/// ([`fingerprint`]) of a body that is JSON, so that key order and
+/// whitespace do not make another request; any other body by its bytes.
+pub fn body_fingerprint(req: &Request) -> Result<String, Box<Response<Body>>> {
+    let bytes = req.body().as_ref();
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) => Ok(fingerprint(&value)),
+        Err(_) => Ok(format!("bytes:{}", hex(&Sha256::digest(bytes)))),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The Idempotency-Key layer (IETF httpapi draft) for `lambda_http`
+/// services: built once per cold start, applied with
+/// `ServiceBuilder::layer` or [`Layer::layer`].
+#[derive(Clone)]
+pub struct IdempotencyLayer {
+    config: Arc<Config>,
+}
+
+#[derive(Clone)]
+struct Config {
+    store: IdempotencyStore,
+    auth: AuthMode,
+    methods: Vec<Method>,
+    stored_headers: Vec<String>,
+    problem_prefix: String,
+    map_problem: Option<Arc<ProblemFn>>,
+    fingerprint: Arc<FingerprintFn>,
+    deadline_margin: Duration,
+    retry_after: u64,
+}
+
+impl fmt::Debug for IdempotencyLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("IdempotencyLayer")
+            .field("table", &c.store.table().table_name())
+            .field("auth", &c.auth)
+            .field("methods", &c.methods)
+            .field("stored_headers", &c.stored_headers)
+            .field("problem_prefix", &c.problem_prefix)
+            .field("deadline_margin", &c.deadline_margin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IdempotencyLayer {
+    /// Keys kept in `store` (its expiry is the keys'), scoped by the
+    /// principal of the `auth` authorizer; `POST` and `PATCH` requests
+    /// need a key, other methods pass through untouched.
+    pub fn new(store: IdempotencyStore, auth: AuthMode) -> Self {
+        IdempotencyLayer {
+            config: Arc::new(Config {
+                store,
+                auth,
+                methods: vec![Method::POST, Method::PATCH],
+                stored_headers: DEFAULT_STORED_HEADERS.map(str::to_owned).to_vec(),
+                problem_prefix: DEFAULT_PROBLEM_PREFIX.to_owned(),
+                map_problem: None,
+                fingerprint: Arc::new(body_fingerprint),
+                deadline_margin: DEFAULT_DEADLINE_MARGIN,
+                retry_after: 1,
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Config)) -> Self {
+        // Built once, before the first clone: no copy is made then.
+        f(Arc::make_mut(&mut self.config));
+        self
+    }
+
+    /// The methods that need a key (default `POST`, `PATCH`); any other
+    /// passes through untouched.
+    pub fn methods(self, methods: impl IntoIterator<Item = Method>) -> Self {
+        let methods = methods.into_iter().collect();
+        self.edit(|c| c.methods = methods)
+    }
+
+    /// The response headers stored and replayed (default
+    /// [`DEFAULT_STORED_HEADERS`]); names in any case.
+    pub fn stored_headers<'a>(self, names: impl IntoIterator<Item = &'a str>) -> Self {
+        let names = names.into_iter().map(str::to_ascii_lowercase).collect();
+        self.edit(|c| c.stored_headers = names)
+    }
+
+    /// The `type` of the layer's problems: `prefix` followed by the
+    /// [`ProblemKind`]'s slug (default [`DEFAULT_PROBLEM_PREFIX`]).
+    pub fn problem_prefix(self, prefix: impl Into<String>) -> Self {
+        let prefix = prefix.into();
+        self.edit(|c| c.problem_prefix = prefix)
+    }
+
+    /// Rewrite each of the layer's problems before it is sent (an API's
+    /// own titles, details that name its resource).
+    pub fn map_problem(
+        self,
+        f: impl Fn(ProblemKind, Problem) -> Problem + Send + Sync + 'static,
+    ) -> Self {
+        let f: Arc<ProblemFn> = Arc::new(f);
+        self.edit(|c| c.map_problem = Some(f))
+    }
+
+    /// How a request's payload is fingerprinted (default
+    /// [`body_fingerprint`]); an `Err` is answered as it is and nothing is
+    /// claimed: validate there what must not store a key (the content
+    /// type, the body), and fingerprint what makes two requests the same.
+    pub fn fingerprint_with(
+        self,
+        f: impl Fn(&Request) -> Result<String, Box<Response<Body>>> + Send + Sync + 'static,
+    ) -> Self {
+        let f: Arc<FingerprintFn> = Arc::new(f);
+        self.edit(|c| c.fingerprint = f)
+    }
+
+    /// Time kept before the deadline to answer (default
+    /// [`DEFAULT_DEADLINE_MARGIN`]).
+    pub fn deadline_margin(self, margin: Duration) -> Self {
+        self.edit(|c| c.deadline_margin = margin)
+    }
+
+    /// `Retry-After` on a 409 (default 1 s: a live first request answers
+    /// within milliseconds; the lease, up to the function's timeout, only
+    /// bounds a crashed one).
+    pub fn retry_after(self, secs: u64) -> Self {
+        self.edit(|c| c.retry_after = secs.max(1))
+    }
+}
+
+impl<S> Layer<S> for IdempotencyLayer {
+    type Service = IdempotentService<S>;
+
+    fn layer(&self, inner: S) -> IdempotentService<S> {
+        IdempotentService {
+            inner,
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// A claimed key, in the request's extensions for the inner service: its
+/// caller's [`Scope`], the claim (for the transactional form), the
+/// deadline.
+#[derive(Clone)]
+pub struct HttpClaim {
+    store: IdempotencyStore,
+    scope: Scope,
+    key: String,
+    fingerprint: String,
+    attempt: String,
+    lease_until_ms: u64,
+    now_ms: u64,
+    deadline_ms: u64,
+    cutoff: tokio::time::Instant,
+}
+
+impl fmt::Debug for HttpClaim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the scope: it names the principal.
+        f.debug_struct("HttpClaim")
+            .field("attempt", &self.attempt)
+            .field("lease_until_ms", &self.lease_until_ms)
+            .field("deadline_ms", &self.deadline_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClaim {
+    /// The claim, as the store takes it.
+    pub fn claim(&self) -> Claim<'_> {
+        Claim {
+            key: &self.key,
+            fingerprint: &self.fingerprint,
+            attempt: &self.attempt,
+            lease_until_ms: self.lease_until_ms,
+            now_ms: self.now_ms,
+        }
+    }
+
+    /// The caller.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The store the key is claimed in.
+    pub fn store(&self) -> &IdempotencyStore {
+        &self.store
+    }
+
+    /// The invocation's deadline, epoch milliseconds.
+    pub fn deadline_ms(&self) -> u64 {
+        self.deadline_ms
+    }
+
+    /// When store calls stop ([`cut`]): the deadline less the margin.
+    pub fn cutoff(&self) -> tokio::time::Instant {
+        self.cutoff
+    }
+
+    /// When the key expires once completed (epoch seconds): what the
+    /// store's completion writes, published in [`EXPIRES_HEADER`].
+    pub fn expires_at(&self) -> u64 {
+        (self.now_ms / 1000).saturating_add(self.store.options().expiry.as_secs())
+    }
+
+    /// The transactional form: the completion of this claim with
+    /// `response`, as a write to commit in the inner service's own
+    /// `TransactWriteItems` beside its business write. Answer with
+    /// [`Committed`] in the response's extensions once it committed, and
+    /// with exactly `response` ([`StoredResponse::to_response`]), so the
+    /// first answer and its replays agree.
+    pub fn completion(&self, response: &StoredResponse) -> Result<TransactWriteItem, StoreError> {
+        self.store.completion(&self.claim(), &response.encode())
+    }
+}
+
+/// When store calls stop for a request with `deadline_ms` (epoch
+/// milliseconds): `margin` before it.
+pub fn cutoff(deadline_ms: u64, margin: Duration) -> tokio::time::Instant {
+    let left = deadline_ms.saturating_sub(epoch_ms());
+    tokio::time::Instant::now() + Duration::from_millis(left).saturating_sub(margin)
+}
+
+/// Run a store call unless the cutoff has come, and stop waiting for it
+/// there ([`StoreError::DeadlineExceeded`]).
+pub async fn cut<T>(
+    cutoff: tokio::time::Instant,
+    call: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    // Past the cutoff, the call is not even started (a future does nothing
+    // until polled, and `timeout_at` polls it once before looking at the
+    // clock): a write whose answer nobody waits for is a write the client
+    // cannot know about.
+    if tokio::time::Instant::now() >= cutoff {
+        return Err(StoreError::DeadlineExceeded);
+    }
+    tokio::time::timeout_at(cutoff, call)
+        .await
+        .unwrap_or(Err(StoreError::DeadlineExceeded))
+}
+
+/// A `lambda_http` service behind the Idempotency-Key layer.
+#[derive(Clone)]
+pub struct IdempotentService<S> {
+    inner: S,
+    config: Arc<Config>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for IdempotentService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdempotentService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Service<Request> for IdempotentService<S>
+where
+    S: Service<Request, Response = Response<Body>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        // The ready inner service answers this request; a fresh clone
+        // waits for the next one (tower's usual swap).
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let config = self.config.clone();
+        Box::pin(async move {
+            if !config.methods.contains(req.method()) {
+                let mut inner = inner;
+                return inner.call(req).await;
+            }
+            config.serve(inner, req).await
+        })
+    }
+}
+
+impl Config {
+    fn problem(&self, kind: ProblemKind, detail: impl Into<String>) -> Problem {
+        let p = kind.with(&self.problem_prefix, detail);
+        match &self.map_problem {
+            Some(f) => f(kind, p),
+            None => p,
+        }
+    }
+
+    fn store_problem(&self, e: &StoreError) -> Response<Body> {
+        if e.is_retryable() {
+            tracing::warn!(error = %e, "the idempotency store did not confirm");
+            self.problem(
+                ProblemKind::Unavailable,
+                "the store did not confirm in time or was throttled; retry with the same Idempotency-Key",
+            )
+            .retry_after(1)
+            .into_response()
+        } else {
+            tracing::error!(error = %e, "the idempotency store refused the request");
+            self.problem(ProblemKind::Internal, "the store refused the request")
+                .into_response()
+        }
+    }
+
+    fn expires(&self, expires_at: u64) -> HeaderValue {
+        let at = rfc3339(UNIX_EPOCH + Duration::from_secs(expires_at));
+        // RFC 3339 is ASCII.
+        HeaderValue::try_from(at).unwrap_or(HeaderValue::from_static(""))
+    }
+
+    async fn serve<S>(&self, mut inner: S, mut req: Request) -> Result<Response<Body>, S::Error>
+    where
+        S: Service<Request, Response = Response<Body>>,
+    {
+        // Who calls, before anything else: an unidentified caller learns
+        // nothing, not even whether its request was well-formed.
+        let scope = match Scope::of_request(self.auth, &req) {
+            Ok(scope) => scope,
+            Err(e) => {
+                // Logged (without any value): under a configured authorizer
+                // it means a route is not behind it, a deployment problem.
+                tracing::warn!(error = %e, "request refused: no principal");
+                return Ok(self
+                    .problem(
+                        ProblemKind::Forbidden,
+                        "the request carries no principal from the authorizer this API is configured for",
+                    )
+                    .into_response());
+            }
+        };
+        let key = match key_of(req.headers()) {
+            Ok(k) => k,
+            Err(e) => {
+                return Ok(self
+                    .problem(ProblemKind::InvalidIdempotencyKey, e.to_string())
+                    .into_response());
+            }
+        };
+        let fp = match (self.fingerprint)(&req) {
+            Ok(fp) => fp,
+            Err(answer) => return Ok(*answer),
+        };
+        let deadline_ms = match req.extensions().get::<Deadline>() {
+            Some(Deadline(ms)) => *ms,
+            None => match req.lambda_context_ref() {
+                Some(cx) => deadline_epoch_ms(cx.deadline),
+                None => epoch_ms() + DEFAULT_BUDGET.as_millis() as u64,
+            },
+        };
+        let now_ms = epoch_ms();
+        let max_lease = MAX_LEASE.as_millis() as u64;
+        let held = HttpClaim {
+            store: self.store.clone(),
+            key: record_key(&scope, &key),
+            scope,
+            fingerprint: fp,
+            attempt: unique_id(),
+            lease_until_ms: deadline_ms.clamp(now_ms.saturating_add(1), now_ms + max_lease),
+            now_ms,
+            deadline_ms,
+            cutoff: cutoff(deadline_ms, self.deadline_margin),
+        };
+        let cutoff = held.cutoff;
+        match cut(cutoff, self.store.claim(&held.claim())).await {
+            Ok(Claimed::Held) => {}
+            Ok(Claimed::Refused(Refusal::Completed(stored))) => {
+                return Ok(match StoredResponse::decode(&stored.output) {
+                    Ok(response) => {
+                        let mut r = response.to_response();
+                        r.headers_mut()
+                            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+                        r.headers_mut()
+                            .insert(EXPIRES_HEADER, self.expires(stored.expires_at));
+                        r
+                    }
+                    Err(e) => self.store_problem(&e),
+                });
+            }
+            Ok(Claimed::Refused(Refusal::OtherPayload)) => {
+                return Ok(self
+                    .problem(
+                        ProblemKind::KeyReused,
+                        "this Idempotency-Key was used with another request body; use a new key for a new request",
+                    )
+                    .into_response());
+            }
+            Ok(Claimed::Refused(Refusal::InProgress { .. })) => {
+                return Ok(self
+                    .problem(
+                        ProblemKind::RequestInProgress,
+                        "retry after the first request with this Idempotency-Key has been answered",
+                    )
+                    .retry_after(self.retry_after)
+                    .into_response());
+            }
+            // Cut off: no time to give anything back (the lease ends at the
+            // deadline, within the margin).
+            Err(StoreError::DeadlineExceeded) => {
+                return Ok(self.store_problem(&StoreError::DeadlineExceeded));
+            }
+            Err(e) => {
+                // The claim may have committed unseen (its answer lost on
+                // every try): give it back, so that the client's retry is
+                // not held off by 409 until the lease ends. Only this
+                // attempt's claim, only while in progress.
+                self.release(&held).await;
+                return Ok(self.store_problem(&e));
+            }
+        }
+        req.extensions_mut().insert(held.clone());
+        let mut response = match inner.call(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.release(&held).await;
+                return Err(e);
+            }
+        };
+        let committed = response.extensions_mut().remove::<Committed>().is_some();
+        if committed {
+            // The transactional form: the inner service wrote the
+            // completion with its own write.
+        } else if response.status().is_server_error() {
+            // Nothing to replay: give the key back so a retry runs again.
+            self.release(&held).await;
+            return Ok(response);
+        } else {
+            let stored = StoredResponse::of(&response, &self.stored_headers);
+            match cut(cutoff, self.store.complete(&held.claim(), &stored.encode())).await {
+                Ok(()) => {}
+                Err(StoreError::DeadlineExceeded) => {
+                    return Ok(self.store_problem(&StoreError::DeadlineExceeded));
+                }
+                Err(e) => {
+                    self.release(&held).await;
+                    return Ok(self.store_problem(&e));
+                }
+            }
+        }
+        response.headers_mut().insert(
+            HeaderName::from_static(EXPIRES_HEADER),
+            self.expires(held.expires_at()),
+        );
+        Ok(response)
+    }
+
+    /// Give the claim back, within the cutoff like every other call: the
+    /// answer must not wait for it (the lease ends at the deadline anyway).
+    async fn release(&self, held: &HttpClaim) {
+        let release = async {
+            self.store.release(&held.claim()).await;
+            Ok(())
+        };
+        let _ = cut(held.cutoff, release).await;
+    }
+}

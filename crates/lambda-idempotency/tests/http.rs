@@ -1,0 +1,417 @@
+//! The Idempotency-Key layer against a real DynamoDB-compatible server
+//! (in-process dynoxide), in front of a toy service that counts its calls:
+//! every row of what a client sees (the `http` module's docs), and the
+//! transactional form.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use lambda_http::http::{HeaderValue, Method};
+use lambda_http::tower::{Layer, Service, ServiceExt, service_fn};
+use lambda_http::{Body, Request, Response};
+use lambda_idempotency::http::{
+    AuthMode, Committed, HttpClaim, IdempotencyLayer, Scope, StoredResponse, body_fingerprint,
+    record_key,
+};
+use lambda_idempotency::idempotency::{
+    Claim, Claimed, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
+};
+use lambda_idempotency::time::epoch_ms;
+use lambda_idempotency_testing::{
+    RequestCounter, client_for, create_table, scan_all, start_dynoxide, unique_name,
+};
+use serde_json::{Value, json};
+
+/// A fresh idempotency table (and a table for the toy's own writes).
+struct Db {
+    client: Client,
+    table: String,
+    effects: String,
+}
+
+impl Db {
+    async fn new() -> Db {
+        let client = client_for(&start_dynoxide().await);
+        let table = unique_name("http-idem");
+        let effects = unique_name("http-effects");
+        create_table(&client, &table, "id").await.expect("table");
+        create_table(&client, &effects, "pk").await.expect("table");
+        Db {
+            client,
+            table,
+            effects,
+        }
+    }
+
+    fn store(&self) -> IdempotencyStore {
+        self.store_with(self.client.clone())
+    }
+
+    fn store_with(&self, client: Client) -> IdempotencyStore {
+        let table = IdempotencyTable::new(self.table.clone()).expect("a valid name");
+        IdempotencyStore::new(client, table, IdempotencyOptions::default())
+    }
+
+    async fn records(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
+        scan_all(&self.client, &self.table).await
+    }
+}
+
+/// The toy service: answers `status` (201 unless set) with a body that
+/// counts its calls, a Location, and a header that is not stored.
+#[derive(Clone, Default)]
+struct Toy {
+    calls: Arc<AtomicU64>,
+    status: Arc<AtomicU16>,
+}
+
+impl Toy {
+    fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    fn answer(&self, status: u16) {
+        self.status.store(status, Ordering::SeqCst);
+    }
+
+    fn service(
+        &self,
+    ) -> impl Service<
+        Request,
+        Response = Response<Body>,
+        Error = lambda_http::Error,
+        Future = impl Send + 'static,
+    > + Clone
+    + Send
+    + 'static {
+        let toy = self.clone();
+        service_fn(move |_req: Request| {
+            let toy = toy.clone();
+            async move {
+                let n = toy.calls.fetch_add(1, Ordering::SeqCst) + 1;
+                let status = match toy.status.load(Ordering::SeqCst) {
+                    0 => 201,
+                    s => s,
+                };
+                let r = Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .header("location", format!("/things/{n}"))
+                    .header("x-request-id", format!("req-{n}"))
+                    .body(Body::Text(format!("{{\"call\":{n}}}")))?;
+                Ok::<_, lambda_http::Error>(r)
+            }
+        })
+    }
+}
+
+/// An API Gateway HTTP API (payload 2.0) request, as `lambda_http` reads
+/// it, from the IAM user `caller` (none: no authorizer).
+fn request(method: &str, key: Option<&str>, body: &str, caller: Option<&str>) -> Request {
+    let mut headers = serde_json::Map::new();
+    headers.insert("content-type".into(), json!("application/json"));
+    if let Some(k) = key {
+        headers.insert("idempotency-key".into(), json!(k));
+    }
+    let mut context = json!({
+        "accountId": "123456789012", "apiId": "abc", "domainName": "abc.example",
+        "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
+        "time": "02/Dec/2026:04:00:00 +0000", "timeEpoch": 0,
+        "http": {"method": method, "path": "/things", "protocol": "HTTP/1.1",
+                 "sourceIp": "192.0.2.1", "userAgent": "test"},
+    });
+    if let Some(arn) = caller {
+        context["authorizer"] = json!({"iam": {"accessKey": "AKIA", "accountId": "123456789012",
+            "callerId": "AIDA", "principalOrgId": null, "userArn": arn, "userId": "AIDA"}});
+    }
+    let ev = json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": "/things", "rawQueryString": "",
+        "headers": headers, "requestContext": context, "isBase64Encoded": false, "body": body,
+    });
+    lambda_http::request::from_str(&ev.to_string()).expect("an HTTP API event")
+}
+
+const ALICE: Option<&str> = Some("arn:aws:iam::123456789012:user/alice");
+const BOB: Option<&str> = Some("arn:aws:iam::123456789012:user/bob");
+const BODY: &str = r#"{"item":"book","qty":1}"#;
+
+async fn send<S>(svc: &S, req: Request) -> Response<Body>
+where
+    S: Service<Request, Response = Response<Body>, Error = lambda_http::Error> + Clone,
+{
+    svc.clone().oneshot(req).await.expect("no service error")
+}
+
+fn text(r: &Response<Body>) -> String {
+    String::from_utf8_lossy(r.body().as_ref()).into_owned()
+}
+
+fn header<'a>(r: &'a Response<Body>, name: &str) -> Option<&'a str> {
+    r.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+fn problem_type(r: &Response<Body>) -> String {
+    assert_eq!(header(r, "content-type"), Some("application/problem+json"));
+    let v: Value = serde_json::from_str(&text(r)).expect("a problem body");
+    assert_eq!(v["status"], json!(r.status().as_u16()));
+    v["type"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_first_request_runs_once_and_its_repeats_replay_it_byte_for_byte() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let first = send(&svc, request("POST", Some("k1"), BODY, ALICE)).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    assert_eq!(header(&first, "idempotent-replayed"), None);
+    let expires = header(&first, "idempotency-expires").expect("the expiry, published");
+    let stored = db.records().await;
+    assert_eq!(stored.len(), 1);
+    let exp: u64 = stored[0]["expiration"]
+        .as_n()
+        .expect("a number")
+        .parse()
+        .unwrap();
+    assert_eq!(
+        expires,
+        lambda_idempotency::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(exp))
+    );
+    // The same payload in another key order, and the key quoted.
+    let same = r#"{ "qty": 1, "item": "book" }"#;
+    for key in ["k1", "\"k1\""] {
+        let again = send(&svc, request("POST", Some(key), same, ALICE)).await;
+        assert_eq!(again.status(), 201);
+        assert_eq!(again.body(), first.body(), "byte for byte");
+        assert_eq!(header(&again, "location"), header(&first, "location"));
+        assert_eq!(header(&again, "content-type"), Some("application/json"));
+        assert_eq!(header(&again, "idempotency-expires"), Some(expires));
+        assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+        // A header that is not among the stored ones is not replayed.
+        assert_eq!(header(&again, "x-request-id"), None);
+    }
+    assert_eq!(toy.calls(), 1, "the service ran once");
+}
+
+#[tokio::test]
+async fn a_key_whose_first_request_runs_is_409_with_retry_after() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let store = db.store();
+    let svc = IdempotencyLayer::new(store.clone(), AuthMode::Iam).layer(toy.service());
+    // Another attempt holds the key (it runs, or died), its lease 5 s long.
+    let scope = Scope::Iam(ALICE.unwrap_or_default().to_owned());
+    let key = record_key(&scope, "k");
+    let fp = body_fingerprint(&request("POST", Some("k"), BODY, ALICE)).expect("a fingerprint");
+    let now = epoch_ms();
+    let claim = Claim {
+        key: &key,
+        fingerprint: &fp,
+        attempt: "the-first-attempt",
+        lease_until_ms: now + 5_000,
+        now_ms: now,
+    };
+    assert_eq!(store.claim(&claim).await, Ok(Claimed::Held));
+    let r = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
+    assert_eq!(r.status(), 409, "{}", text(&r));
+    assert_eq!(header(&r, "retry-after"), Some("1"));
+    assert!(problem_type(&r).ends_with(":request-in-progress"));
+    assert_eq!(toy.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_key_reused_with_another_payload_is_422() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .problem_prefix("urn:shop:problem:")
+        .layer(toy.service());
+    assert_eq!(
+        send(&svc, request("POST", Some("k"), BODY, ALICE))
+            .await
+            .status(),
+        201
+    );
+    let other = r#"{"item":"book","qty":2}"#;
+    let r = send(&svc, request("POST", Some("k"), other, ALICE)).await;
+    assert_eq!(r.status(), 422, "{}", text(&r));
+    assert_eq!(problem_type(&r), "urn:shop:problem:idempotency-key-reused");
+    assert!(!text(&r).contains("qty"));
+    assert_eq!(toy.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_missing_malformed_or_repeated_key_is_400_and_nothing_is_stored() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let long = "k".repeat(256);
+    for key in [
+        None,
+        Some(""),
+        Some("a b"),
+        Some("\"open"),
+        Some(long.as_str()),
+        // How API Gateway joins a header sent twice: not a key.
+        Some("k1,k2"),
+        Some("\"k1\", \"k2\""),
+    ] {
+        let r = send(&svc, request("POST", key, BODY, ALICE)).await;
+        assert_eq!(r.status(), 400, "{key:?}: {}", text(&r));
+        assert!(problem_type(&r).ends_with(":invalid-idempotency-key"));
+    }
+    // The header twice, as a client or proxy may send it to lambda_http.
+    let mut req = request("POST", Some("k1"), BODY, ALICE);
+    req.headers_mut()
+        .append("idempotency-key", HeaderValue::from_static("k2"));
+    let r = send(&svc, req).await;
+    assert_eq!(r.status(), 400, "{}", text(&r));
+    assert!(db.records().await.is_empty());
+    assert_eq!(toy.calls(), 0);
+}
+
+#[tokio::test]
+async fn keys_are_scoped_by_the_principal() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let a = send(&svc, request("POST", Some("shared"), BODY, ALICE)).await;
+    let b = send(&svc, request("POST", Some("shared"), BODY, BOB)).await;
+    assert_eq!((a.status().as_u16(), b.status().as_u16()), (201, 201));
+    assert_eq!(
+        header(&b, "idempotent-replayed"),
+        None,
+        "bob's key is his own"
+    );
+    assert_ne!(a.body(), b.body());
+    let again = send(&svc, request("POST", Some("shared"), BODY, BOB)).await;
+    assert_eq!(again.body(), b.body());
+    assert_eq!(toy.calls(), 2);
+    // No principal from the configured authorizer: 403, before the key is
+    // even read, and nothing stored.
+    let r = send(&svc, request("POST", None, "not json", None)).await;
+    assert_eq!(r.status(), 403, "{}", text(&r));
+    assert!(problem_type(&r).ends_with(":forbidden"));
+    assert_eq!(db.records().await.len(), 2);
+    assert_eq!(toy.calls(), 2);
+}
+
+#[tokio::test]
+async fn an_unlisted_method_passes_through_untouched() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    // GET, without key or principal: the service answers as it would alone.
+    let r = send(&svc, request("GET", None, "", None)).await;
+    assert_eq!(r.status(), 201);
+    assert_eq!(header(&r, "x-request-id"), Some("req-1"));
+    assert_eq!(header(&r, "idempotency-expires"), None);
+    // Methods configured: POST is no longer one of them, PUT is.
+    let put_only = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .methods([Method::PUT])
+        .layer(toy.service());
+    let r = send(&put_only, request("POST", None, BODY, None)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    let r = send(&put_only, request("PUT", None, BODY, ALICE)).await;
+    assert_eq!(r.status(), 400, "{}", text(&r));
+    assert!(db.records().await.is_empty());
+    assert_eq!(toy.calls(), 2);
+}
+
+#[tokio::test]
+async fn an_inner_5xx_or_error_gives_the_key_back() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    toy.answer(503);
+    let r = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(header(&r, "idempotency-expires"), None);
+    assert!(db.records().await.is_empty(), "the key was given back");
+    // The retry runs again, and is stored this time.
+    toy.answer(201);
+    let r = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(toy.calls(), 2);
+    // A 4xx of the service is its answer: stored and replayed.
+    toy.answer(402);
+    let first = send(&svc, request("POST", Some("k2"), BODY, ALICE)).await;
+    toy.answer(201);
+    let again = send(&svc, request("POST", Some("k2"), BODY, ALICE)).await;
+    assert_eq!(
+        (first.status().as_u16(), again.status().as_u16()),
+        (402, 402)
+    );
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    // A service error (no answer at all): the key is given back too.
+    let failing =
+        IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(service_fn(|_req: Request| async {
+            Err::<Response<Body>, lambda_http::Error>("down".into())
+        }));
+    let r = failing
+        .oneshot(request("POST", Some("k3"), BODY, ALICE))
+        .await;
+    assert!(r.is_err());
+    assert_eq!(db.records().await.len(), 2, "only k and k2");
+}
+
+#[tokio::test]
+async fn the_transactional_form_commits_the_completion_with_the_effect() {
+    let db = Db::new().await;
+    let counter = RequestCounter::default();
+    let conf = db
+        .client
+        .config()
+        .to_builder()
+        .interceptor(counter.clone())
+        .build();
+    let store = db.store_with(Client::from_conf(conf));
+    let effects = db.effects.clone();
+    let calls = Arc::new(AtomicU64::new(0));
+    let calls_in = calls.clone();
+    // The effect and the key's completion in one TransactWriteItems.
+    let inner = service_fn(move |req: Request| {
+        let effects = effects.clone();
+        let calls = calls_in.clone();
+        async move {
+            let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+            let held = req
+                .extensions()
+                .get::<HttpClaim>()
+                .cloned()
+                .ok_or("no claim")?;
+            let response = StoredResponse::new(201)
+                .header("content-type", "application/json")
+                .text(format!("{{\"effect\":{n}}}"));
+            let put = Put::builder()
+                .table_name(effects)
+                .item("pk", AttributeValue::S(format!("effect-{n}")))
+                .build()?;
+            let items = vec![
+                held.completion(&response)?,
+                TransactWriteItem::builder().put(put).build(),
+            ];
+            held.store().transact(&held.claim(), items).await?;
+            let mut r = response.to_response();
+            r.extensions_mut().insert(Committed);
+            Ok::<_, lambda_http::Error>(r)
+        }
+    });
+    let svc = IdempotencyLayer::new(store, AuthMode::Iam).layer(inner);
+    let first = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    assert!(header(&first, "idempotency-expires").is_some());
+    assert_eq!(
+        counter.get(),
+        2,
+        "the claim and the transaction, no completion after it"
+    );
+    let again = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
+    assert_eq!(again.body(), first.body());
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(scan_all(&db.client, &db.effects).await.len(), 1);
+}
