@@ -1,74 +1,18 @@
-//! The idempotency policy, as pure functions: the request's fingerprint,
-//! the record key of (caller, key), what a stored record means for a new
-//! request with the same key ([`classify`]), and the problem+json answers.
-//!
-//! No SDK types and no I/O: the store hands a refused claim's stored record
-//! to [`classify`], which decides the answer.
+//! The order API's own policy, as pure functions: the owner mark of an
+//! order, the outcome an answer counts under, and the problems only the
+//! order API answers with. The idempotency policy itself (the key, the
+//! caller's scope, the fingerprint, what a stored record means for a
+//! repeat, the stored response) is the library's `http` layer and
+//! `idempotency` store; their names are re-exported here.
 
-use serde::Serialize;
-use serde_json::Value;
-use sha2::{Digest, Sha256};
+pub use lambda_idempotency::http::{Problem, StoredResponse, record_key};
+pub use lambda_idempotency::idempotency::fingerprint;
+use lambda_idempotency::idempotency::hashed_key;
 
 use crate::event::Scope;
 
-/// SHA-256 of the body's canonical JSON (object keys sorted at every
-/// level, no insignificant whitespace), in hex: two bodies that differ only
-/// in key order or whitespace are the same request.
-pub fn fingerprint(body: &Value) -> String {
-    let mut canonical = String::new();
-    write_canonical(body, &mut canonical);
-    hex(&Sha256::digest(canonical.as_bytes()))
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(k) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        // Scalars print in serde_json's one compact form.
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The idempotency table's key for `key` used by `scope`: a hash of both,
-/// length-prefixed, so that every caller has its own key space, the item
-/// key is bounded whatever the scope's length, and the client's key is not
-/// stored in the clear.
-pub fn record_key(scope: &Scope, key: &str) -> String {
-    let mut h = Sha256::new();
-    for part in scope.parts().into_iter().chain([key]) {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    hex(&h.finalize())
-}
+/// The `type` prefix of every problem the API answers with.
+pub const PROBLEM_PREFIX: &str = "urn:order-api:problem:";
 
 /// The owner mark an order placed by `scope` carries (the order item's
 /// `owner` attribute): a hash of the scope, so that `GET` can tell whether
@@ -76,25 +20,9 @@ pub fn record_key(scope: &Scope, key: &str) -> String {
 /// backups, the notifier's input) never holds the principal itself.
 /// Domain-separated from [`record_key`] by its first part.
 pub fn owner_of(scope: &Scope) -> String {
-    let mut h = Sha256::new();
-    for part in ["owner"].into_iter().chain(scope.parts()) {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    hex(&h.finalize())
-}
-
-/// The response stored with a completed key, replayed byte for byte.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// The HTTP status (201).
-    pub status: u16,
-    /// The JSON body, exactly as first sent.
-    pub body: String,
-    /// The `Location` header.
-    pub location: String,
-    /// When the key expires (epoch seconds), published on every answer.
-    pub expires_at: u64,
+    let mut parts = vec!["owner"];
+    parts.extend(scope.parts());
+    hashed_key(&parts)
 }
 
 /// What one request came to: the EMF metric it is counted under and the
@@ -147,125 +75,6 @@ impl Outcome {
     pub fn label(self) -> &'static str {
         self.into()
     }
-}
-
-/// What the idempotency table holds for a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Record {
-    /// A request with this key is executing (or crashed) until `lease_until`.
-    InProgress {
-        /// The fingerprint of its body.
-        fingerprint: String,
-        /// The id of the attempt that claimed it ([`crate::store::Claim::attempt`]).
-        attempt: String,
-        /// Epoch milliseconds: the claiming invocation's deadline.
-        lease_until: u64,
-        /// Epoch seconds.
-        expires_at: u64,
-    },
-    /// The request completed; its response is stored.
-    Completed {
-        /// The fingerprint of its body.
-        fingerprint: String,
-        /// What to replay.
-        response: StoredResponse,
-    },
-}
-
-impl Record {
-    fn fingerprint(&self) -> &str {
-        match self {
-            Record::InProgress { fingerprint, .. } | Record::Completed { fingerprint, .. } => {
-                fingerprint
-            }
-        }
-    }
-
-    fn expires_at(&self) -> u64 {
-        match self {
-            Record::InProgress { expires_at, .. } => *expires_at,
-            Record::Completed { response, .. } => response.expires_at,
-        }
-    }
-}
-
-/// The answer to a request whose claim of a key was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
-    /// The same request completed: replay its response.
-    Replay(StoredResponse),
-    /// The key was used with another body: 422.
-    OtherBody,
-    /// The same request is executing: 409, retry later.
-    InFlight,
-    /// The claim refused is this very attempt's own: its PutItem committed,
-    /// the answer was lost, and the SDK's retry of it was refused against
-    /// it. The key is held by this attempt: go on and commit.
-    Ours,
-    /// The stored record allows the claim (expired, or its lease is over),
-    /// yet the claim was refused: a race with another request; retryable.
-    Inconsistent,
-}
-
-/// A claim of a key, made by `attempt` with `fingerprint` at `now_ms`, was
-/// refused against `stored`. Expiry is decided here, from the stored time,
-/// not left to DynamoDB's TTL (which deletes up to days late): an expired
-/// record never answers for a new request.
-///
-/// An in-progress record written by `attempt` itself is this attempt's own
-/// claim, seen again: the SDK re-sends a PutItem whose answer was lost
-/// (the connection dropped after DynamoDB applied it), and the re-sent one
-/// is refused against the first. Answering 409 there would lock the key
-/// against its own request until the lease ends, in exactly the failure
-/// the key exists for; the attempt id is unique to one request, so the
-/// record can be no one else's.
-pub fn classify(fingerprint: &str, attempt: &str, stored: Option<&Record>, now_ms: u64) -> Refused {
-    let Some(stored) = stored else {
-        // The condition includes "no item": refused without one is a race
-        // (the item appeared and went, or ALL_OLD was not honoured).
-        return Refused::Inconsistent;
-    };
-    if is_expired(stored.expires_at(), now_ms) {
-        return Refused::Inconsistent;
-    }
-    if stored.fingerprint() != fingerprint {
-        return Refused::OtherBody;
-    }
-    match stored {
-        Record::Completed { response, .. } => Refused::Replay(response.clone()),
-        Record::InProgress {
-            attempt: claimed_by,
-            lease_until,
-            ..
-        } if claimed_by == attempt && *lease_until > now_ms => Refused::Ours,
-        Record::InProgress { lease_until, .. } if *lease_until > now_ms => Refused::InFlight,
-        Record::InProgress { .. } => Refused::Inconsistent,
-    }
-}
-
-/// Is a key that expires at `expires_at` (epoch seconds) expired at
-/// `now_ms`? The same test as the claim's condition (`expires_at <= now`).
-pub fn is_expired(expires_at: u64, now_ms: u64) -> bool {
-    expires_at <= now_ms / 1000
-}
-
-/// An RFC 9457 problem: every error answer of the API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// A URN naming the problem type, stable for clients to match on.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// A short, fixed summary of the type.
-    pub title: &'static str,
-    /// The HTTP status.
-    pub status: u16,
-    /// What is wrong with this request: names headers and fields, never
-    /// their values.
-    pub detail: String,
-    /// Seconds to wait before retrying (409, 503), also sent as
-    /// `Retry-After`.
-    #[serde(skip)]
-    pub retry_after: Option<u64>,
 }
 
 /// Every kind of problem the API answers with.
@@ -335,28 +144,30 @@ impl ProblemKind {
     /// This problem with `detail`.
     pub fn with(self, detail: impl Into<String>) -> Problem {
         let (status, slug, title) = self.describe();
-        Problem {
-            kind: format!("urn:order-api:problem:{slug}"),
-            title,
-            status,
-            detail: detail.into(),
-            retry_after: None,
-        }
+        Problem::new(format!("{PROBLEM_PREFIX}{slug}"), status, title, detail)
     }
 }
 
-impl Problem {
-    /// The same problem, asking the client to retry after `secs`.
-    pub fn retry_after(mut self, secs: u64) -> Problem {
-        self.retry_after = Some(secs.max(1));
-        self
+impl From<lambda_idempotency::http::ProblemKind> for ProblemKind {
+    /// The order API's kind for each of the layer's problems: the same
+    /// type, the API's title.
+    fn from(kind: lambda_idempotency::http::ProblemKind) -> Self {
+        use lambda_idempotency::http::ProblemKind as Layer;
+        match kind {
+            Layer::InvalidIdempotencyKey => ProblemKind::InvalidIdempotencyKey,
+            Layer::KeyReused => ProblemKind::KeyReused,
+            Layer::RequestInProgress => ProblemKind::RequestInProgress,
+            Layer::Forbidden => ProblemKind::Forbidden,
+            Layer::Unavailable => ProblemKind::Unavailable,
+            Layer::Internal => ProblemKind::Internal,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn the_fingerprint_ignores_key_order_and_whitespace_only() {
@@ -399,66 +210,6 @@ mod tests {
         assert_eq!(distinct.len(), keys.len());
         assert_eq!(record_key(&Scope::Anonymous, "k"), keys[0]);
         assert!(!keys[0].contains('k') || keys[0].len() == 64);
-    }
-
-    #[test]
-    fn classification_of_a_refused_claim() {
-        let now = 1_000_000; // ms: 1000 s
-        let live = 2_000; // s: far after now
-        let response = StoredResponse {
-            status: 201,
-            body: "{}".into(),
-            location: "/orders/o".into(),
-            expires_at: live,
-        };
-        let done = |fp: &str, exp: u64| Record::Completed {
-            fingerprint: fp.into(),
-            response: StoredResponse {
-                expires_at: exp,
-                ..response.clone()
-            },
-        };
-        let running = |fp: &str, lease: u64| Record::InProgress {
-            fingerprint: fp.into(),
-            attempt: "other-attempt".into(),
-            lease_until: lease,
-            expires_at: live,
-        };
-        // Claimed by this very attempt (the SDK re-sent a PutItem that
-        // committed unseen).
-        let mine = |fp: &str, lease: u64, exp: u64| Record::InProgress {
-            fingerprint: fp.into(),
-            attempt: "my-attempt".into(),
-            lease_until: lease,
-            expires_at: exp,
-        };
-        let cases = [
-            (Some(done("f", live)), Refused::Replay(response.clone())),
-            (Some(done("g", live)), Refused::OtherBody),
-            (Some(running("f", now + 1)), Refused::InFlight),
-            (Some(running("g", now + 1)), Refused::OtherBody),
-            (Some(mine("f", now + 1, live)), Refused::Ours),
-            // The attempt id alone does not make it ours: the body must be
-            // this request's, the lease live, the key not expired (none of
-            // which an SDK retry can change; anything else is corrupt or a
-            // race, retried).
-            (Some(mine("g", now + 1, live)), Refused::OtherBody),
-            (Some(mine("f", now, live)), Refused::Inconsistent),
-            (Some(mine("f", now + 1, now / 1000)), Refused::Inconsistent),
-            // A lease at or before now is over: the claim should have held.
-            (Some(running("f", now)), Refused::Inconsistent),
-            // Expired (checked here, whatever TTL did): never answers.
-            (Some(done("f", now / 1000)), Refused::Inconsistent),
-            (Some(done("g", now / 1000 - 1)), Refused::Inconsistent),
-            (None, Refused::Inconsistent),
-        ];
-        for (stored, want) in cases {
-            assert_eq!(
-                classify("f", "my-attempt", stored.as_ref(), now),
-                want,
-                "{stored:?}"
-            );
-        }
     }
 
     #[test]

@@ -2,13 +2,17 @@
 //! and `GET /orders/{orderId}`, behind an API Gateway HTTP API
 //! (`lambda_http`). The policy a client can rely on is docs/api.md.
 //!
-//! - [`event`]: the HTTP contract: the key header, the content type, the
-//!   body (validated as the order consumer validates OrderPlaced), the
-//!   caller's [`event::Scope`].
-//! - [`domain`]: the fingerprint, the record key, what a stored record
-//!   means for a repeat ([`domain::classify`]), the problems. Pure.
-//! - [`store`]: the DynamoDB adapter: claim, commit (one
-//!   TransactWriteItems with the consumer's own OrderPlaced write), release.
+//! The Idempotency-Key policy (the key, the caller's scope, 403/400/409/
+//! 422, the replay, the expiry, the lease and its release) is the
+//! library's layer, `lambda_idempotency::http::IdempotencyLayer`, in front
+//! of `POST /orders`; what is the order API's own is here:
+//!
+//! - [`event`]: the HTTP contract: the content type, the body (validated
+//!   as the order consumer validates OrderPlaced), the order id in a path.
+//! - [`domain`]: the owner mark, the outcomes, the API's problems. Pure.
+//! - [`store`]: the DynamoDB adapter: the idempotency table's layout, and
+//!   the commit (one TransactWriteItems of the consumer's own OrderPlaced
+//!   write and the key's completion: the layer's transactional form).
 //! - [`OrderApi`] (here): the function; [`ApiConfig`]: its environment.
 //!
 //! An order created here is the order consumer's order after its
@@ -27,46 +31,47 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
 
-use lambda_http::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, LOCATION, RETRY_AFTER};
+use lambda_http::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, LOCATION};
 use lambda_http::http::{Method, StatusCode};
+use lambda_http::tower::{Layer, Service, ServiceExt};
 use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use serde::Serialize;
 use tracing::Instrument;
 
 use domain::{
-    Outcome, Problem, ProblemKind, Refused, StoredResponse, classify, fingerprint, owner_of,
-    record_key,
+    Outcome, PROBLEM_PREFIX, Problem, ProblemKind, StoredResponse, fingerprint, owner_of,
 };
-use event::{
-    AuthMode, KeyError, PlaceOrder, Scope, decode_segment, is_json, parse_key, parse_place_order,
-};
+use event::{AuthMode, PlaceOrder, Scope, decode_segment, is_json, parse_place_order};
 use lambda_idempotency::StoreError;
 use lambda_idempotency::config::{ConfigError, Telemetry, parse_in, required};
 use lambda_idempotency::deadline_epoch_ms;
+use lambda_idempotency::http::{
+    Committed, Deadline, HttpClaim, IdempotencyLayer, IdempotentService, cut, cutoff,
+};
 use lambda_idempotency::metrics::{self, OutcomeCounts};
-use lambda_idempotency::time::{epoch_ms, rfc3339, unique_id};
+use lambda_idempotency::time::{epoch_ms, rfc3339};
 use lambda_idempotency::wire::{Id, Timestamp};
 use lambda_idempotency::{ColdStart, invocation_span};
 use order_consumer::orders::domain::OrderView;
 use order_consumer::orders::event::{OrderEvent, Payload, Seq};
-use store::{ApiStore, Claim};
+use store::ApiStore;
 
 /// `METRICS_NAMESPACE` when unset.
 pub const DEFAULT_METRICS_NAMESPACE: &str = "OrderApi";
 /// `IDEMPOTENCY_TTL_SECONDS` when unset: 24 hours, as Stripe keeps keys.
 pub const DEFAULT_IDEMPOTENCY_TTL_SECONDS: u64 = 86_400;
-/// The header that publishes when a key expires (RFC 3339, UTC).
-pub const EXPIRES_HEADER: &str = "idempotency-expires";
-/// The header on a replayed response.
-pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// The header that publishes when a key expires (RFC 3339, UTC), and the
+/// header on a replayed response; the layer's longest lease.
+pub use lambda_idempotency::http::{EXPIRES_HEADER, MAX_LEASE, REPLAYED_HEADER};
 /// Time kept before the invocation deadline to answer API Gateway: a
 /// DynamoDB call still running then is cut off and answered 503.
 pub const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
-/// The longest lease a claim takes, whatever deadline it is given (Lambda's
-/// own limit is 15 minutes).
-pub const MAX_LEASE: Duration = Duration::from_secs(900);
 
 /// The order API's configuration, read once per cold start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +127,9 @@ impl ApiConfig {
 #[derive(Debug, Clone)]
 pub struct OrderApi {
     store: ApiStore,
-    ttl_seconds: u64,
+    /// `POST /orders`: the Idempotency-Key layer in front of the order's
+    /// placement.
+    place: IdempotentService<PlaceOrders>,
     auth: AuthMode,
     telemetry: Telemetry,
     /// Shared by the clones `serve` hands each request.
@@ -171,9 +178,22 @@ struct Shown<'a> {
 impl OrderApi {
     /// The function over `store`, with `config`'s key expiry.
     pub fn new(store: ApiStore, config: &ApiConfig) -> Self {
+        let store = store.with_expiry(config.idempotency_ttl_seconds);
+        // Only POST /orders is routed through it; the order's own checks
+        // (content type 415, body 400) run before the claim, so that an
+        // invalid request stores nothing.
+        let layer = IdempotencyLayer::new(store.idempotency().clone(), config.auth)
+            .methods([Method::POST])
+            .stored_headers([CONTENT_TYPE.as_str(), LOCATION.as_str()])
+            .problem_prefix(PROBLEM_PREFIX)
+            .map_problem(order_problem)
+            .fingerprint_with(order_fingerprint)
+            .deadline_margin(DEADLINE_MARGIN);
         OrderApi {
+            place: layer.layer(PlaceOrders {
+                store: store.clone(),
+            }),
             store,
-            ttl_seconds: config.idempotency_ttl_seconds,
             auth: config.auth,
             telemetry: config.telemetry.clone(),
             cold: Default::default(),
@@ -224,16 +244,34 @@ impl OrderApi {
     /// Answer one request. `deadline_ms` is the invocation's deadline
     /// (epoch milliseconds): it bounds the key's in-progress lease and the
     /// DynamoDB calls. Never fails: every error is a problem+json answer.
-    pub async fn handle(&self, req: Request, deadline_ms: u64) -> Response<Body> {
-        let path = req.uri().path();
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    pub async fn handle(&self, mut req: Request, deadline_ms: u64) -> Response<Body> {
         let method = req.method().clone();
-        let response = match (segments.as_slice(), &method) {
-            (["orders"], &Method::POST) => self.place(&req, deadline_ms).await,
-            (["orders"], _) => method_not_allowed("POST"),
-            ([_orders @ "orders", id], &Method::GET) => self.show(&req, id, deadline_ms).await,
-            (["orders", _], _) => method_not_allowed("GET"),
-            _ => problem(ProblemKind::NotFound.with("no such route")),
+        let route = {
+            let segments: Vec<&str> = req
+                .uri()
+                .path()
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .collect();
+            match (segments.as_slice(), &method) {
+                (["orders"], &Method::POST) => Route::Place,
+                (["orders"], _) => Route::NotAllowed("POST"),
+                (["orders", id], &Method::GET) => Route::Show((*id).to_owned()),
+                (["orders", _], _) => Route::NotAllowed("GET"),
+                _ => Route::NotFound,
+            }
+        };
+        let response = match route {
+            Route::Place => {
+                req.extensions_mut().insert(Deadline(deadline_ms));
+                match self.place.clone().oneshot(req).await {
+                    Ok(r) => r,
+                    Err(never) => match never {},
+                }
+            }
+            Route::Show(id) => self.show(&req, &id, deadline_ms).await,
+            Route::NotAllowed(allow) => method_not_allowed(allow),
+            Route::NotFound => problem(ProblemKind::NotFound.with("no such route")),
         };
         tracing::info!(
             method = %method,
@@ -245,172 +283,18 @@ impl OrderApi {
     }
 
     /// The caller's scope, from the authorizer `API_AUTH` names, or the
-    /// 403 answer when the request carries no principal from it. Logged
-    /// (without any value) because under a configured authorizer it means
-    /// a route is not behind it: a deployment problem, not a client's.
+    /// 403 answer when the request carries no principal from it (as the
+    /// layer answers it for `POST`). Logged (without any value) because
+    /// under a configured authorizer it means a route is not behind it: a
+    /// deployment problem, not a client's.
     fn scope(&self, req: &Request) -> Result<Scope, Problem> {
-        Scope::of(
-            self.auth,
-            req.request_context_ref().and_then(|c| c.authorizer()),
-        )
-        .map_err(|e| {
+        Scope::of_request(self.auth, req).map_err(|e| {
             tracing::warn!(error = %e, "request refused: no principal");
             ProblemKind::Forbidden.with(
                 "the request carries no principal from the authorizer this API is configured for",
             )
         })
     }
-
-    async fn place(&self, req: &Request, deadline_ms: u64) -> Response<Body> {
-        // Who calls, before anything else: an unidentified caller learns
-        // nothing, not even whether its request was well-formed.
-        let scope = match self.scope(req) {
-            Ok(scope) => scope,
-            Err(refused) => return problem(refused),
-        };
-        let mut keys = req.headers().get_all("idempotency-key").iter();
-        let key = match (keys.next(), keys.next()) {
-            (None, _) => Err(KeyError::Missing),
-            (Some(_), Some(_)) => Err(KeyError::Repeated),
-            (Some(v), None) => parse_key(v.as_bytes()),
-        };
-        let key = match key {
-            Ok(k) => k,
-            Err(e) => return problem(ProblemKind::InvalidIdempotencyKey.with(e.to_string())),
-        };
-        let content_type = req.headers().get(CONTENT_TYPE).map(HeaderValue::as_bytes);
-        if !is_json(content_type) {
-            return problem(
-                ProblemKind::UnsupportedMediaType
-                    .with("send the order as Content-Type: application/json"),
-            );
-        }
-        let (order, value) = match parse_place_order(req.body().as_ref()) {
-            Ok(parsed) => parsed,
-            Err(e) => return problem(ProblemKind::InvalidBody.with(e.to_string())),
-        };
-        let fp = fingerprint(&value);
-        let record = record_key(&scope, &key);
-        let attempt = unique_id();
-        let now_ms = epoch_ms();
-        let max_lease = MAX_LEASE.as_millis() as u64;
-        let claim = Claim {
-            key: &record,
-            fingerprint: &fp,
-            attempt: &attempt,
-            lease_until: deadline_ms.clamp(now_ms.saturating_add(1), now_ms + max_lease),
-            expires_at: now_ms / 1000 + self.ttl_seconds,
-            now_ms,
-        };
-        let cutoff = cutoff(deadline_ms);
-        match cut(cutoff, self.store.claim(&claim)).await {
-            Ok(None) => {}
-            Ok(Some(stored)) => match classify(&fp, &attempt, stored.as_ref(), now_ms) {
-                // Refused against its own claim (the SDK re-sent a PutItem
-                // that committed unseen): the key is held; go on.
-                Refused::Ours => {}
-                Refused::Replay(response) => return stored_response(&response, true),
-                Refused::OtherBody => return problem(ProblemKind::KeyReused.with(
-                    "this Idempotency-Key was used with another request body; use a new key for a new request",
-                )),
-                // The first request usually answers within milliseconds;
-                // its lease ends at its deadline at the latest.
-                Refused::InFlight => return problem(
-                    ProblemKind::RequestInProgress
-                        .with("retry after the first request with this Idempotency-Key has been answered")
-                        .retry_after(1),
-                ),
-                Refused::Inconsistent => return store_problem(&StoreError::InconsistentRefusal),
-            },
-            // Cut off: no time to give anything back (the lease ends at the
-            // deadline, within the margin).
-            Err(StoreError::DeadlineExceeded) => {
-                return store_problem(&StoreError::DeadlineExceeded);
-            }
-            Err(e) => {
-                // The claim may have committed unseen (its answer lost on
-                // every try): give it back, so that the client's retry is
-                // not held off by 409 until the lease ends. Only this
-                // attempt's claim, only while in progress.
-                self.release(&claim, cutoff).await;
-                return store_problem(&e);
-            }
-        }
-        let owner = owner_of(&scope);
-        let (event, response) = match self.order_of(&order, claim.expires_at) {
-            Ok(built) => built,
-            Err(p) => {
-                self.release(&claim, cutoff).await;
-                return problem(p);
-            }
-        };
-        match cut(cutoff, self.store.commit(&claim, &event, &owner, &response)).await {
-            Ok(()) => stored_response(&response, false),
-            Err(StoreError::DeadlineExceeded) => {
-                // No release: the lease ends at the deadline, within the
-                // margin, and a release now could only make the answer
-                // late (and the commit may yet have landed unseen).
-                store_problem(&StoreError::DeadlineExceeded)
-            }
-            Err(e) => {
-                self.release(&claim, cutoff).await;
-                store_problem(&e)
-            }
-        }
-    }
-
-    /// Give the claim back, within the cutoff like every other call: the
-    /// answer must not wait for it (the lease ends at the deadline anyway).
-    async fn release(&self, claim: &Claim<'_>, cutoff: tokio::time::Instant) {
-        let release = async {
-            self.store.release(claim).await;
-            Ok(())
-        };
-        let _ = cut(cutoff, release).await;
-    }
-
-    /// The OrderPlaced (seq 1) this request becomes, and its 201 response.
-    fn order_of(
-        &self,
-        order: &PlaceOrder,
-        expires_at: u64,
-    ) -> Result<(OrderEvent, StoredResponse), Problem> {
-        let internal = |_| ProblemKind::Internal.with("the order could not be built");
-        // Random, not derived from the key: a key reused after it expired
-        // places a new order.
-        let order_id = format!("ord_{:032x}", fastrand::u128(..));
-        let created_at = rfc3339(SystemTime::now());
-        let event = OrderEvent {
-            event_id: Id::try_from(format!("{order_id}-placed").as_str()).map_err(internal)?,
-            order_id: Id::try_from(order_id.as_str()).map_err(internal)?,
-            seq: Seq::try_from(1).map_err(internal)?,
-            occurred_at: Timestamp::try_from(created_at.as_str()).map_err(internal)?,
-            payload: Payload::Placed {
-                customer_id: order.customer_id.clone(),
-                amount: order.amount,
-                currency: order.currency.clone(),
-            },
-        };
-        let body = serde_json::to_string(&Created {
-            order_id: &order_id,
-            status: "PLACED",
-            customer_id: order.customer_id.as_str(),
-            amount: order.amount.get(),
-            currency: order.currency.as_str(),
-            created_at: &created_at,
-        })
-        .map_err(|_| ProblemKind::Internal.with("the response could not be built"))?;
-        Ok((
-            event,
-            StoredResponse {
-                status: 201,
-                body,
-                location: format!("/orders/{order_id}"),
-                expires_at,
-            },
-        ))
-    }
-
     async fn show(&self, req: &Request, segment: &str, deadline_ms: u64) -> Response<Body> {
         let scope = match self.scope(req) {
             Ok(scope) => scope,
@@ -422,7 +306,8 @@ impl OrderApi {
         else {
             return problem(ProblemKind::NotFound.with("no such order"));
         };
-        let view: OrderView = match cut(cutoff(deadline_ms), self.store.orders().get(&id)).await {
+        let cutoff = cutoff(deadline_ms, DEADLINE_MARGIN);
+        let view: OrderView = match cut(cutoff, self.store.orders().get(&id)).await {
             Ok(Some(v)) => v,
             Ok(None) => return problem(ProblemKind::NotFound.with("no such order")),
             Err(e) => return store_problem(&e),
@@ -454,34 +339,147 @@ impl OrderApi {
     }
 }
 
+/// Where a request goes.
+enum Route {
+    Place,
+    Show(String),
+    NotAllowed(&'static str),
+    NotFound,
+}
+
+/// The layer's problems in the order API's words: its titles, and details
+/// that name the order store.
+fn order_problem(kind: lambda_idempotency::http::ProblemKind, p: Problem) -> Problem {
+    use lambda_idempotency::http::ProblemKind as Layer;
+    let detail = match kind {
+        Layer::Unavailable => {
+            "the order store did not confirm in time or was throttled; retry with the same Idempotency-Key".to_owned()
+        }
+        Layer::Internal => "the order store refused the request".to_owned(),
+        _ => p.detail,
+    };
+    let mut mapped = ProblemKind::from(kind).with(detail);
+    mapped.retry_after = p.retry_after;
+    mapped
+}
+
+/// What makes two `POST /orders` the same (the canonical JSON of the
+/// body), after the checks that must store nothing: the content type
+/// (415) and the order itself (400).
+fn order_fingerprint(req: &Request) -> Result<String, Box<Response<Body>>> {
+    let content_type = req.headers().get(CONTENT_TYPE).map(HeaderValue::as_bytes);
+    if !is_json(content_type) {
+        return Err(Box::new(problem(
+            ProblemKind::UnsupportedMediaType
+                .with("send the order as Content-Type: application/json"),
+        )));
+    }
+    match parse_place_order(req.body().as_ref()) {
+        Ok((_, value)) => Ok(fingerprint(&value)),
+        Err(e) => Err(Box::new(problem(
+            ProblemKind::InvalidBody.with(e.to_string()),
+        ))),
+    }
+}
+
+/// The service behind the layer on `POST /orders`: the key is claimed and
+/// the request valid; place the order and complete the key in one
+/// transaction (the layer's transactional form).
+#[derive(Debug, Clone)]
+pub struct PlaceOrders {
+    store: ApiStore,
+}
+
+impl Service<Request> for PlaceOrders {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let store = self.store.clone();
+        Box::pin(async move { Ok(place(&store, &req).await) })
+    }
+}
+
+/// Place the order of a request whose key the layer holds. Every failure
+/// is a 5xx, which makes the layer give the key back (within the cutoff:
+/// past it, a commit may yet land unseen and the lease ends anyway).
+async fn place(store: &ApiStore, req: &Request) -> Response<Body> {
+    let internal = |detail: &str| problem(ProblemKind::Internal.with(detail));
+    let Some(held) = req.extensions().get::<HttpClaim>() else {
+        tracing::error!("POST /orders reached without the idempotency layer");
+        return internal("the request could not be processed");
+    };
+    // Validated by the layer's fingerprint (order_fingerprint) already.
+    let Ok((order, _)) = parse_place_order(req.body().as_ref()) else {
+        return internal("the order could not be built");
+    };
+    let owner = owner_of(held.scope());
+    let (event, response) = match order_of(&order) {
+        Ok(built) => built,
+        Err(p) => return problem(p),
+    };
+    match cut(
+        held.cutoff(),
+        store.commit(&held.claim(), &event, &owner, &response),
+    )
+    .await
+    {
+        Ok(()) => {
+            let mut r = response.to_response();
+            r.extensions_mut().insert(Committed);
+            r
+        }
+        Err(e) => store_problem(&e),
+    }
+}
+
+/// The OrderPlaced (seq 1) a request becomes, and its 201 response.
+fn order_of(order: &PlaceOrder) -> Result<(OrderEvent, StoredResponse), Problem> {
+    let internal = |_| ProblemKind::Internal.with("the order could not be built");
+    // Random, not derived from the key: a key reused after it expired
+    // places a new order.
+    let order_id = format!("ord_{:032x}", fastrand::u128(..));
+    let created_at = rfc3339(SystemTime::now());
+    let event = OrderEvent {
+        event_id: Id::try_from(format!("{order_id}-placed").as_str()).map_err(internal)?,
+        order_id: Id::try_from(order_id.as_str()).map_err(internal)?,
+        seq: Seq::try_from(1).map_err(internal)?,
+        occurred_at: Timestamp::try_from(created_at.as_str()).map_err(internal)?,
+        payload: Payload::Placed {
+            customer_id: order.customer_id.clone(),
+            amount: order.amount,
+            currency: order.currency.clone(),
+        },
+    };
+    let body = serde_json::to_string(&Created {
+        order_id: &order_id,
+        status: "PLACED",
+        customer_id: order.customer_id.as_str(),
+        amount: order.amount.get(),
+        currency: order.currency.as_str(),
+        created_at: &created_at,
+    })
+    .map_err(|_| ProblemKind::Internal.with("the response could not be built"))?;
+    Ok((
+        event,
+        StoredResponse::new(201)
+            .header(CONTENT_TYPE.as_str(), "application/json")
+            .header(LOCATION.as_str(), format!("/orders/{order_id}"))
+            .text(body),
+    ))
+}
+
 /// What an answer came to (its status, and whether it was replayed).
 pub fn outcome_of(r: &Response<Body>) -> Outcome {
     Outcome::of(
         r.status().as_u16(),
         r.headers().contains_key(REPLAYED_HEADER),
     )
-}
-
-/// When DynamoDB calls stop: the deadline less [`DEADLINE_MARGIN`].
-fn cutoff(deadline_ms: u64) -> tokio::time::Instant {
-    let left = deadline_ms.saturating_sub(epoch_ms());
-    tokio::time::Instant::now() + Duration::from_millis(left).saturating_sub(DEADLINE_MARGIN)
-}
-
-async fn cut<T>(
-    cutoff: tokio::time::Instant,
-    call: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    // Past the cutoff, the call is not even started (a future does nothing
-    // until polled, and `timeout_at` polls it once before looking at the
-    // clock): a write whose answer nobody waits for is a write the client
-    // cannot know about.
-    if tokio::time::Instant::now() >= cutoff {
-        return Err(StoreError::DeadlineExceeded);
-    }
-    tokio::time::timeout_at(cutoff, call)
-        .await
-        .unwrap_or(Err(StoreError::DeadlineExceeded))
 }
 
 fn store_problem(e: &StoreError) -> Response<Body> {
@@ -508,26 +506,7 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
 
 /// A problem+json answer.
 fn problem(p: Problem) -> Response<Body> {
-    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let body = serde_json::to_string(&p).unwrap_or_else(|_| {
-        r#"{"type":"urn:order-api:problem:internal-error","title":"The request could not be processed","status":500}"#.into()
-    });
-    let retry = p.retry_after.map(|s| (RETRY_AFTER.as_str(), s.to_string()));
-    respond(status, "application/problem+json", body, retry.as_slice())
-}
-
-/// The stored 201 (first time or replayed), with its key's expiry.
-fn stored_response(r: &StoredResponse, replayed: bool) -> Response<Body> {
-    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let expires = rfc3339(UNIX_EPOCH + Duration::from_secs(r.expires_at));
-    let mut headers = vec![
-        (LOCATION.as_str(), r.location.clone()),
-        (EXPIRES_HEADER, expires),
-    ];
-    if replayed {
-        headers.push((REPLAYED_HEADER, "true".into()));
-    }
-    respond(status, "application/json", r.body.clone(), &headers)
+    p.into_response()
 }
 
 fn respond(

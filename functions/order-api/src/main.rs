@@ -28,6 +28,13 @@ async fn main() -> Result<(), lambda_http::Error> {
         );
     }
     let orders = OrderStore::new(client.clone(), config.table_name.clone());
-    let store = ApiStore::new(client, config.idempotency_table.clone(), orders);
+    // The idempotency table's name, checked as DynamoDB would (a cold
+    // start that fails says so, as for any other configuration).
+    let store = bootstrap::config(ApiStore::new(
+        client,
+        config.idempotency_table.clone(),
+        orders,
+    ))
+    .await?;
     OrderApi::new(store, &config).serve().await
 }

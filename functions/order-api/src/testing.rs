@@ -68,10 +68,9 @@ impl ApiDb {
             client.clone(),
             config.table_name.clone(),
         );
-        OrderApi::new(
-            ApiStore::new(client, config.idempotency_table.clone(), orders),
-            &config,
-        )
+        let store = ApiStore::new(client, config.idempotency_table.clone(), orders)
+            .expect("a valid idempotency table name");
+        OrderApi::new(store, &config)
     }
 
     /// The function with a client that counts every HTTP request it sends

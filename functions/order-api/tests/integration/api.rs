@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Request, Response};
+use lambda_idempotency::idempotency::{Claim, Claimed};
 use lambda_idempotency::time::epoch_ms;
 use order_api::domain::{fingerprint, owner_of, record_key};
 use order_api::event::Scope;
-use order_api::store::{ApiStore, Claim};
+use order_api::store::ApiStore;
 use order_api::testing::*;
 use order_consumer::testing::proxy::{Fault, FaultProxy};
 use order_consumer::testing::{TestDb, batch_of, client_for, run};
@@ -281,7 +282,8 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
         t.db.client.clone(),
         t.idempotency_table.clone(),
         t.db.store(),
-    );
+    )
+    .expect("a valid table name");
     let value: Value = serde_json::from_str(BODY).unwrap();
     let (key, fp) = (record_key(&alice(), "k"), fingerprint(&value));
     let now = epoch_ms();
@@ -289,11 +291,10 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
         key: &key,
         fingerprint: &fp,
         attempt: "crashed-attempt",
-        lease_until: now + 2_000,
-        expires_at: now / 1000 + 86_400,
+        lease_until_ms: now + 2_000,
         now_ms: now,
     };
-    assert_eq!(store.claim(&claim).await, Ok(None));
+    assert_eq!(store.idempotency().claim(&claim).await, Ok(Claimed::Held));
     let r = send(&api, post(Some("k"), BODY, &ALICE)).await;
     assert!(is_problem(&r, 409), "{}", text(&r));
     assert_eq!(header(&r, "retry-after"), Some("1"));
@@ -309,12 +310,9 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(t.orders().await.len(), 1);
     // The dead attempt cannot complete the key any more.
-    let late = order_api::domain::StoredResponse {
-        status: 201,
-        body: "{}".into(),
-        location: "/orders/x".into(),
-        expires_at: 0,
-    };
+    let late = order_api::domain::StoredResponse::new(201)
+        .header("location", "/orders/x")
+        .text("{}");
     let ev = order_consumer::orders::event::parse_body(Some(
         &order_consumer::testing::body("late", 1, "OrderPlaced", "late").to_string(),
     ))
@@ -560,7 +558,8 @@ async fn ids_with_spaces_and_non_ascii_are_read_through_their_percent_encoded_pa
         t.db.client.clone(),
         t.idempotency_table.clone(),
         t.db.store(),
-    );
+    )
+    .expect("a valid table name");
     // Orders with ids the consumer accepts, placed by alice through the
     // API's own write (the API itself only makes `ord_<hex>` ids).
     let ids = ["ord 1", "заказ-1", "ord%201", "ord/1?x#y"];
@@ -575,17 +574,13 @@ async fn ids_with_spaces_and_non_ascii_are_read_through_their_percent_encoded_pa
             key: &key,
             fingerprint: "f",
             attempt: &key,
-            lease_until: now + 10_000,
-            expires_at: now / 1000 + 60,
+            lease_until_ms: now + 10_000,
             now_ms: now,
         };
-        assert_eq!(store.claim(&claim).await, Ok(None));
-        let response = order_api::domain::StoredResponse {
-            status: 201,
-            body: "{}".into(),
-            location: "/orders/x".into(),
-            expires_at: claim.expires_at,
-        };
+        assert_eq!(store.idempotency().claim(&claim).await, Ok(Claimed::Held));
+        let response = order_api::domain::StoredResponse::new(201)
+            .header("location", "/orders/x")
+            .text("{}");
         store
             .commit(&claim, &ev, &owner_of(&alice()), &response)
             .await
@@ -854,7 +849,8 @@ async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
         client_for(&proxy.url()),
         t.idempotency_table.clone(),
         t.db.store(),
-    );
+    )
+    .expect("a valid table name");
     let value: Value = serde_json::from_str(BODY).unwrap();
     let (key, fp) = (record_key(&Scope::Anonymous, "k"), fingerprint(&value));
     let attempt = "a".repeat(37);
@@ -863,21 +859,17 @@ async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
         key: &key,
         fingerprint: &fp,
         attempt: &attempt,
-        lease_until: now + 30_000,
-        expires_at: now / 1000 + 86_400,
+        lease_until_ms: now + 30_000,
         now_ms: now,
     };
-    assert_eq!(store.claim(&claim).await, Ok(None));
+    assert_eq!(store.idempotency().claim(&claim).await, Ok(Claimed::Held));
     let ev = order_consumer::orders::event::parse_body(Some(
         &order_consumer::testing::body("ord-own", 1, "OrderPlaced", "ord-own-placed").to_string(),
     ))
     .unwrap();
-    let response = order_api::domain::StoredResponse {
-        status: 201,
-        body: "{}".into(),
-        location: "/orders/ord-own".into(),
-        expires_at: claim.expires_at,
-    };
+    let response = order_api::domain::StoredResponse::new(201)
+        .header("location", "/orders/ord-own")
+        .text("{}");
     proxy.set_first(
         Fault::ByOperation(&[("TransactWriteItems", Fault::DropAnswer)]),
         1,
