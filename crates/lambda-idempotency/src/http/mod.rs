@@ -51,8 +51,10 @@
 //!
 //! # Example
 //!
-//! A plain tower service behind the layer (an axum `Router` whose
-//! responses are `lambda_http` responses is layered the same way):
+//! A plain tower service behind the layer. (An axum `Router` answers
+//! `Response<axum::body::Body>`, not `lambda_http`'s `Body`: it needs an
+//! adapter that collects the body first, which this module does not
+//! provide yet.)
 //!
 //! ```no_run
 //! use lambda_idempotency::http::{AuthMode, IdempotencyLayer};
