@@ -39,7 +39,7 @@ pub use dynamodb::{
 };
 pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
-pub use tables::{create_streamed_table, create_table};
+pub use tables::{create_idempotency_table, create_streamed_table, create_table};
 
 /// The dynoxide crate this support runs, for a test that serves its own
 /// database (its streams, a file-backed one).

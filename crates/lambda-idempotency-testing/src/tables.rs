@@ -13,10 +13,60 @@ use aws_sdk_dynamodb::types::{
 };
 
 use lambda_idempotency::StoreError;
+use lambda_idempotency::idempotency::IdempotencyTable;
 
 /// Create a table with a string hash key, on demand.
 pub async fn create_table(client: &Client, table: &str, key: &str) -> Result<(), StoreError> {
     create(client, table, key, false).await
+}
+
+/// Create the idempotency store's `table` as its layout says: a string
+/// hash key, and for a shared table a string sort key; on demand.
+pub async fn create_idempotency_table(
+    client: &Client,
+    table: &IdempotencyTable,
+) -> Result<(), StoreError> {
+    let built = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Client {
+        code: e.to_string(),
+    };
+    let mut request = client
+        .create_table()
+        .table_name(table.table_name())
+        .billing_mode(BillingMode::PayPerRequest);
+    let keys = [
+        Some((table.partition_key(), KeyType::Hash)),
+        table.sort_key().map(|k| (k, KeyType::Range)),
+    ];
+    for (name, kind) in keys.into_iter().flatten() {
+        request = request
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(built)?,
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(name)
+                    .key_type(kind)
+                    .build()
+                    .map_err(built)?,
+            );
+    }
+    if let Err(e) = request.send().await {
+        tracing::warn!(error = %DisplayErrorContext(&e), "CreateTable failed");
+        return Err(StoreError::Client {
+            code: e.code().unwrap_or("CreateTableFailed").to_owned(),
+        });
+    }
+    client
+        .wait_until_table_exists()
+        .table_name(table.table_name())
+        .wait(Duration::from_secs(120))
+        .await
+        .map_err(|_| StoreError::Timeout)?;
+    Ok(())
 }
 
 /// Create a table with a string hash key and a stream of old and new

@@ -6,7 +6,8 @@
 //! [`Settings`], [`StoreError`], [`BackoffPolicy`], the record and event
 //! types); the modules that stay public are those whose many items read
 //! better with their path ([`config`], [`wire`], [`time`], [`metrics`],
-//! [`bootstrap`], and with their features `dynamo` and `redelivery`).
+//! [`bootstrap`], and with their features `dynamo`, `redelivery` and
+//! `idempotency`).
 //!
 //! The modules form layers; a module uses only modules of lower layers
 //! (`scripts/check_module_cycles.py` fails on a cycle):
@@ -22,7 +23,10 @@
 //!    the variables' parsers), `outcome` ([`RecordOutcome`]: a verdict or
 //!    one of the shared outcomes; the [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
 //!    and timeout policy, conditional writes, SDK errors mapped once).
-//! 4. [`metrics`] (the per-invocation CloudWatch EMF line).
+//! 4. [`metrics`] (the per-invocation CloudWatch EMF line), `idempotency`
+//!    (feature `idempotency`: any async function once per key; a DynamoDB
+//!    store of claimed, completed and replayed keys, and its transactional
+//!    form; uses `dynamo`, `config`, `time`, `error`).
 //! 5. `batch` (the engine: [`process`] parses every record, groups them,
 //!    applies each group in order with bounded concurrency, honours strict
 //!    ordering and the deadline, logs one line per record, and builds the
@@ -40,6 +44,8 @@
 //! visibility back-off), `dynamodb-streams` (stream records and their
 //! response), `dynamodb` (the `dynamo` helpers and
 //! `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
+//! `idempotency` (implies `dynamodb`): any async function once per key,
+//! the `idempotency` module.
 //!
 //! # Example
 //!
@@ -155,6 +161,9 @@ pub mod config;
 pub mod dynamo;
 mod error;
 mod function;
+#[cfg(feature = "idempotency")]
+#[cfg_attr(docsrs, doc(cfg(feature = "idempotency")))]
+pub mod idempotency;
 pub mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
@@ -175,6 +184,11 @@ pub use config::{BatchSettings, Settings, Telemetry};
 pub use error::{ConfigError, StoreError, TraceSetupError};
 pub use function::{
     BuildError, ColdStart, Function, FunctionBuilder, emit_metrics, invocation_span,
+};
+#[cfg(feature = "idempotency")]
+#[cfg_attr(docsrs, doc(cfg(feature = "idempotency")))]
+pub use idempotency::{
+    IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Idempotent,
 };
 pub use metrics::{OutcomeCounts, VisibilityTally};
 pub use outcome::{Failure, RecordOutcome, Skip, Verdict, labels};
