@@ -155,7 +155,9 @@ pub enum BatchError {
     /// count of records.
     Outage(usize),
     /// Failed records without an id Lambda could retry them by; their count.
-    #[error("{0} failed record(s) carry no messageId; failing the whole batch so none is lost")]
+    #[error(
+        "{0} failed record(s) carry no id (SQS messageId, stream or Kinesis sequence number); failing the whole batch so none is lost"
+    )]
     Unidentifiable(usize),
     /// A function timeout at or below `DEADLINE_MARGIN_MS` would otherwise
     /// turn every record into NotAttempted, drain the queue into the DLQ and
