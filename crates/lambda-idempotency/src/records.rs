@@ -225,6 +225,82 @@ impl BatchEvent for StreamEvent {
 /// (`impl<R: MessageRecord> Handler for MyHandler<R>`, `type Record = R`)
 /// runs unchanged on either source; the engine applies each source's own
 /// rules (grouping, strict order, the answer's ids).
+///
+/// DynamoDB stream records do not implement it: they carry an item's
+/// images, not a message.
+///
+/// ```
+/// # #[cfg(all(feature = "sqs", feature = "kinesis"))]
+/// # {
+/// use std::marker::PhantomData;
+/// use std::time::Duration;
+///
+/// use lambda_idempotency::tracing::Span;
+/// use lambda_idempotency::{
+///     BatchContext, BatchEvent, BatchSettings, Handler, KinesisBatch, KinesisMessage,
+///     MessageRecord, ParseError, SqsEvent, SqsMessage, StoreError, Verdict, process,
+/// };
+///
+/// #[derive(Debug, Clone)]
+/// struct Seen;
+/// # impl std::fmt::Display for Seen {
+/// #     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("Seen") }
+/// # }
+/// impl Verdict for Seen {
+///     const LABELS: &'static [&'static str] = &["Seen"];
+///     fn label(&self) -> &'static str { "Seen" }
+///     fn acknowledge(&self) -> bool { true }
+/// }
+///
+/// /// Written once, for any source: the payload is a name.
+/// struct Names<R>(PhantomData<fn() -> R>);
+///
+/// impl<R: MessageRecord> Handler for Names<R> {
+///     type Record = R;
+///     type Event = String;
+///     type Verdict = Seen;
+///     type Failure = StoreError;
+///
+///     fn parse(&self, record: &R) -> Result<String, ParseError> {
+///         Ok(record.payload_str()?.to_owned())
+///     }
+///     fn key(&self, name: &String) -> String { name.clone() }
+///     fn rank(&self, _: &String) -> u64 { 0 }
+///     fn span(&self, _: &str, _: Option<&String>) -> Span { Span::none() }
+///     async fn apply(&self, _: &String, _: &BatchContext) -> Result<Seen, StoreError> {
+///         Ok(Seen)
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+///
+/// // On SQS: the body.
+/// let mut queue = SqsEvent::default();
+/// let mut message = SqsMessage::default();
+/// message.message_id = Some("m1".into());
+/// message.body = Some("Ada".into());
+/// queue.records.push(message);
+/// let names = Names::<SqsMessage>(PhantomData);
+/// let report = process(&names, BatchSettings::default(), queue.records(), deadline).await;
+/// assert_eq!(report.counts().get("Seen"), 1);
+///
+/// // On Kinesis: the data, decoded ("QWRh" is "Ada"); a record whose data
+/// // is not base64 is Invalid, answered by its sequence number.
+/// let stream: KinesisBatch = serde_json::from_str(r#"{"Records": [
+///   {"kinesis": {"partitionKey": "p", "sequenceNumber": "1", "data": "QWRh",
+///                "approximateArrivalTimestamp": 1545084650.987}},
+///   {"kinesis": {"partitionKey": "q", "sequenceNumber": "2", "data": "%%",
+///                "approximateArrivalTimestamp": 1545084650.987}}]}"#).unwrap();
+/// let names = Names::<KinesisMessage>(PhantomData);
+/// let report = process(&names, BatchSettings::default(), stream.records(), deadline).await;
+/// assert_eq!(report.counts().get("Seen"), 1);
+/// assert_eq!(report.counts().get("Invalid"), 1);
+/// let answer = KinesisBatch::response(report.failures().unwrap());
+/// assert_eq!(answer.batch_item_failures[0].item_identifier.as_deref(), Some("2"));
+/// # });
+/// # }
+/// ```
 pub trait MessageRecord: BatchRecord {
     /// The message's bytes, or why the record carries none it can read
     /// (no body; Kinesis data that is not base64).
