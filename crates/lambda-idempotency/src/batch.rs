@@ -1,6 +1,7 @@
-//! One SQS batch, for any consumer of this crate: parse every record, group
-//! the records, apply each group's records in order with bounded concurrency
-//! across groups, and turn the outcomes into an `SqsBatchResponse`.
+//! One batch (SQS, DynamoDB Streams, Kinesis), for any consumer of this
+//! crate: parse every record, group the records, apply each group's records
+//! in order with bounded concurrency across groups, and turn the outcomes
+//! into the source's partial-batch response.
 //!
 //! The invariant: a message is left out of `batchItemFailures` (so SQS deletes
 //! it) only if its outcome is acknowledged, i.e. its effect is committed or is
@@ -36,7 +37,9 @@ use crate::wire::ParseError;
 /// One consumer's record handling. Implemented by the order consumer, the
 /// payment ledger and the notifier; the batch machinery is generic over it.
 pub trait Handler: Sync {
-    /// What the batch carries: an SQS message, a DynamoDB stream record.
+    /// What the batch carries: an SQS message, a DynamoDB stream record, a
+    /// Kinesis record; or any `R: MessageRecord`, for a handler that serves
+    /// SQS and Kinesis alike.
     type Record: BatchRecord;
     /// A parsed, validated record.
     type Event: Send + Sync;
