@@ -155,8 +155,8 @@ lint: ## rustfmt check + clippy with warnings as errors + no import cycles among
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check_module_cycles.py
 
-check-removal: ## Prove each function under functions/ can be removed: the workspace checks without its folder and members line
+check-removal: ## Prove each function under functions/ can be removed: without its folder, members line and template resources, the template checks pass and the workspace checks
 	bash scripts/check-removal.sh
 
-lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package verified
+lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package checked from its files
 	bash scripts/lib-check.sh

@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
 # `make check-removal`: removing a function is deleting its folder under
-# functions/ and its line in the workspace `members` (and its template.yaml
-# resources, which this does not check: docs/adapting.md lists them). Proved
-# here for each function: a copy of the repository (its tracked files, as
-# they are in the work tree) without it must still check, every target.
+# functions/, its line in the workspace `members` and its template.yaml
+# resources (docs/adapting.md). Proved here for each function, on a copy of
+# the repository (its tracked files, as they are in the work tree) without
+# the three:
+# - the template tooling still passes, without an edit: the copy's
+#   scripts/validate-template.sh with VALIDATE_CHECKS_ONLY=1 (the offline
+#   translation and scripts/check_template.py on the template, on each
+#   combination of the Deploy* parameters left, and on the Managed Instances
+#   variant; the SAM translator of the .venv that validate-template.sh sets
+#   up; not sam validate or cfn-lint, minutes instead of seconds), and
+#   scripts/check_deploy_params.py, which must not list the function;
+# - the workspace still checks, every target.
+# The copy's template.yaml is written by scripts/remove_function.py (JSON,
+# without everything under the function's Deploy* condition and the
+# parameters only that used), as an adopter would remove it by hand.
+# CHECK_REMOVAL_CARGO=0: the template part alone (seconds; for work on the
+# template tooling on a machine without the warm target dir).
 #
 # Fast because nothing is built twice that need not be: one target dir for
 # every copy, the repository's own target/ (so the registry dependencies
@@ -26,6 +39,11 @@ if ((${#members[@]} == 0)); then
   exit 0
 fi
 
+# The SAM translator and the SAM CLI's parsers (installed once; a no-op
+# after `make validate`).
+bash scripts/validate-template.sh --tools-only >/dev/null
+py="$root/.venv/bin/python"
+
 failed=()
 for member in "${members[@]}"; do
   name=${member#functions/}
@@ -44,6 +62,26 @@ for member in "${members[@]}"; do
   grep -vxF "    \"$member\"," "$root/Cargo.toml" >"$copy/Cargo.toml"
   touch -r "$root/Cargo.toml" "$copy/Cargo.toml"
   echo "== without $member"
+  # Its template resources; then the template checks, quiet unless they
+  # fail. Their output goes under the copy's target/, which cargo, with its
+  # target dir elsewhere, leaves alone; so does it the .venv link (hidden).
+  ln -s "$root/.venv" "$copy/.venv"
+  log="$copy/target/removal.log"
+  mkdir -p "$copy/target"
+  if ! "$py" scripts/remove_function.py template.yaml "$copy/template.yaml" "$member" >"$log" 2>&1 \
+    || ! VALIDATE_CHECKS_ONLY=1 bash "$copy/scripts/validate-template.sh" >>"$log" 2>&1; then
+    cat "$log"
+    echo "   the template checks fail without $member" >&2
+    failed+=("$member (template)")
+  elif ! deployed=$("$py" "$copy/scripts/check_deploy_params.py" "$copy/template.yaml" 2>&1 | grep 'functions deployed:') \
+    || [[ "$deployed, " == *" $name, "* ]]; then
+    echo "   make deploy's parameter check, without $member: ${deployed:-no list of the functions deployed}" >&2
+    failed+=("$member (deploy parameters)")
+  else
+    echo "   template checks pass without $member ($(tail -n 1 "$log" | grep -o '[0-9]* Deploy\* combinations'); $(($(date +%s) - started)) s)"
+  fi
+  [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]] && continue
+  started=$(date +%s)
   if (cd "$copy" && cargo check --workspace --all-targets --offline --quiet); then
     echo "   checks without $member ($(($(date +%s) - started)) s)"
   else
@@ -52,8 +90,12 @@ for member in "${members[@]}"; do
 done
 
 if ((${#failed[@]} > 0)); then
-  echo "check-removal: the workspace does not check without: ${failed[*]}" >&2
+  echo "check-removal: the workspace or its template checks fail without: ${failed[*]}" >&2
   echo "(something outside the folder still names it: see docs/adapting.md)" >&2
   exit 1
 fi
-echo "check-removal: each of ${members[*]} can be removed alone"
+if [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]]; then
+  echo "check-removal: the template checks pass without each of ${members[*]} (CHECK_REMOVAL_CARGO=0: the workspace not checked)"
+else
+  echo "check-removal: each of ${members[*]} can be removed alone"
+fi

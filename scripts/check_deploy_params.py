@@ -26,10 +26,13 @@ the template (AllowedValues, AllowedPattern, Min/MaxValue, Min/MaxLength), as
 CloudFormation will, so that a typo such as DeployOrderNotifier=False stops
 the deployment before the build rather than at the change set.
 
-On success it says which functions will be deployed (DeployPaymentLedger,
-DeployOrderNotifier, DeployOrderApi) and, with the order notifier, which SSM SecureString
-parameter it reads at cold start (nothing here calls AWS to look for it).
-With DeployOrderNotifier=false no SSM parameter is needed, named or checked.
+On success it says which functions will be deployed (each function under
+functions/ by its Deploy* parameter, from its folder's template_check.py,
+scripts/check_template.py loads them) and what each function's expectations
+say about its deployment (`deploy_note`, `off_note`): with the order
+notifier, which SSM SecureString parameter it reads at cold start (nothing
+here calls AWS to look for it); with DeployOrderNotifier=false, that no SSM
+parameter is needed, named or checked.
 
 Lambda Managed Instances: when the values name `CapacityProviderArn`, the
 deployment is the Managed Instances variant of the template
@@ -61,6 +64,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import managed_instances  # noqa: E402 - the variant's parameters, from the one place that defines them
+import check_template  # noqa: E402 - the functions' expectations (FUNCTIONS), loaded from their folders
 
 
 class _Loader(yaml.SafeLoader):
@@ -275,31 +279,30 @@ def main() -> int:
         f"check_deploy_params: worst time to the DLQ {worst} s <= half the retention ({retention} s): ok",
         file=sys.stderr,
     )
-    ledger = values.get("DeployPaymentLedger", "true") == "true"
-    notifier = values.get("DeployOrderNotifier", "true") == "true"
-    api = values.get("DeployOrderApi", "true") == "true"
-    functions = (["order-consumer"] + ["payment-ledger"] * ledger + ["order-notifier"] * notifier
-                 + ["order-api"] * api)
-    print(f"check_deploy_params: functions deployed: {', '.join(functions)}", file=sys.stderr)
-    if notifier:
-        print(
-            f"check_deploy_params: order-notifier reads its webhook URL from the SSM SecureString parameter "
-            f"{values.get('NotifyWebhookUrlParameter')} at cold start: create it first (docs/deployment.md), "
-            f"or deploy with DeployOrderNotifier=false",
-            file=sys.stderr,
-        )
-    else:
-        print("check_deploy_params: DeployOrderNotifier=false: no SSM parameter is needed", file=sys.stderr)
-    if api:
-        # ApiFunctionTimeout's range (below API Gateway's 30 s) and
-        # IdempotencyTtlSeconds' (what the function accepts) were checked
-        # above, with every other constraint.
-        print(
-            f"check_deploy_params: order-api: timeout {values.get('ApiFunctionTimeout')} s, keys answer for "
-            f"{values.get('IdempotencyTtlSeconds')} s; no authorizer (add one before exposing it, docs/api.md); "
-            f"its URL is the stack output OrderApiUrl",
-            file=sys.stderr,
-        )
+    # The functions under functions/, from their expectations (each
+    # folder's template_check.py): a removed function's folder took its
+    # part of this report with it. One whose Deploy* parameter is not in
+    # the template is not in this deployment either.
+    # The order consumer (always deployed) comes first.
+    deployed = []
+    notes = []
+    for spec in check_template.FUNCTIONS.values():
+        param = spec.get("deploy_param")
+        if param is not None and param not in specs:
+            continue
+        on = param is None or values.get(param) == "true"
+        if on:
+            deployed.append(spec["name"])
+        note = spec.get("deploy_note" if on else "off_note")
+        if note:
+            try:
+                notes.append(note.format_map(values))
+            except (KeyError, IndexError, ValueError) as e:
+                print(f"check_deploy_params: {spec['source_file']}: its note names no parameter: {e}", file=sys.stderr)
+                return 2
+    print(f"check_deploy_params: functions deployed: {', '.join(deployed)}", file=sys.stderr)
+    for note in notes:
+        print(f"check_deploy_params: {note}", file=sys.stderr)
     if arn in values:
         # Lambda takes whole invocations, and gives a function
         # FunctionMemorySize / (ratio x 1024) vCPUs, at least one.

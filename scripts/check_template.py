@@ -2,17 +2,22 @@
 """Policy checks on the *translated* (plain CloudFormation) template.
 
 Usage: check_template.py TRANSLATED_TEMPLATE_JSON [Key=Value ...]
+       check_template.py --deploy-parameters
 
 Prints one PASS/FAIL line per check and ends with a "template policy checks: N of M passed" line;
 exits 1 when any check fails. Checks about one function (its event source,
 queues, role, tables, alarms) run once per function in FUNCTIONS that is
 deployed, each against that function's expectations; the others run once for
-the stack. Parameter references and conditions are resolved with the
+the stack. FUNCTIONS is the order consumer's expectations (ORDER_CONSUMER,
+here) and those of each function under functions/ (its folder's
+template_check.py); one check asserts that they and the template's functions
+are the same. Parameter references and conditions are resolved with the
 template's defaults and the Key=Value arguments (and, for the FIFO checks,
 with FifoQueue=true), so the checks judge what `sam deploy` with those values
 would create: resources and outputs whose Condition is false are not in it.
 `make validate` runs it on the plain translation and once for each
-combination of DeployPaymentLedger, DeployOrderNotifier and DeployOrderApi (on translations
+combination of the functions' Deploy* parameters (--deploy-parameters lists
+them; on translations
 whose Deploy* conditions translate_template.py --resolve-conditions resolved),
 and on the translation of the Lambda Managed Instances variant
 (scripts/managed_instances.py), where the "compute" check requires every
@@ -21,6 +26,7 @@ function on the CapacityProviderArn capacity provider.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
@@ -56,133 +62,67 @@ XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 # resource), `params` (parameters only it uses) and `action_prefixes` (IAM
 # actions only it needs). Every resource of the stack is owned by exactly one
 # function: a new resource goes into the `owns` of the function it serves.
-FUNCTIONS: dict[str, dict[str, Any]] = {
-    "OrderConsumerFunction": {
-        "deploy_param": None,
-        "owns": [
-            "OrderQueue", "DeadLetterQueue", "OrdersTable", "OrderConsumerRole", "OrderConsumerLogGroup",
-            "OrderConsumerFunction", "DeadLetterQueueAlarm", "FunctionErrorsAlarm",
-            "OrderQueueAgeAlarm", "OrderConsumerThrottlesAlarm", "OrderConsumerEarlyAlarm",
-            "OrderConsumerConflictAlarm", "OrderConsumerVisibilityFailedAlarm",
-            # One dashboard for the stack; the other functions add widgets
-            # to it only when they are deployed.
-            "Dashboard",
-        ],
-        "outputs": ["QueueUrl", "QueueArn", "DeadLetterQueueUrl", "DeadLetterQueueArn", "TableName",
-                    "FunctionName", "LogGroupName"],
-        "tables": {"OrdersTable": ({"dynamodb:UpdateItem"}, "order_id")},
-        "env_tables": {"TABLE_NAME": "OrdersTable"},
-        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "METRICS_NAMESPACE",
-                     "MAX_RECEIVE_COUNT"],
-        "fifo_param": True,
-    },
-    "PaymentLedgerFunction": {
-        "deploy_param": "DeployPaymentLedger",
-        "owns": [
-            "PaymentQueue", "PaymentDeadLetterQueue", "LedgerTable", "AccountsTable", "PaymentLedgerRole",
-            "PaymentLedgerLogGroup", "PaymentLedgerFunction", "PaymentDeadLetterQueueAlarm",
-            "PaymentLedgerErrorsAlarm", "PaymentLedgerSuspendedAlarm", "PaymentQueueAgeAlarm",
-            "PaymentLedgerThrottlesAlarm", "PaymentLedgerVisibilityFailedAlarm",
-        ],
-        "outputs": ["PaymentQueueUrl", "PaymentDeadLetterQueueUrl", "LedgerTableName", "AccountsTableName",
-                    "PaymentLedgerFunctionName"],
-        "params": ["LedgerBatchSize"],
-        # TransactWriteItems is authorised per item: Put of the entry,
-        # Update of the capture and ConditionCheck that it is not parked on
-        # the ledger, Update of the balance.
-        "tables": {
-            "LedgerTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}, "entry_id"),
-            "AccountsTable": ({"dynamodb:UpdateItem"}, "account_id"),
-        },
-        "env_tables": {"LEDGER_TABLE": "LedgerTable", "ACCOUNTS_TABLE": "AccountsTable"},
-        "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "METRICS_NAMESPACE", "MAX_RECEIVE_COUNT"],
-        "fifo_param": False,
-        # EMF outcome counts that mean "a person must act": events parked in
-        # suspense (acknowledged, so neither the DLQ nor Errors would show them).
-        "outcome_alarms": ["Suspended"],
-    },
-    # Fed by the orders table's stream, not by a queue: its checks are the
-    # stream's (bisect, bounded retries, an on-failure destination).
-    "OrderNotifierFunction": {
-        "deploy_param": "DeployOrderNotifier",
-        "owns": [
-            "NotificationsTable", "NotifierFailureQueue", "OrderNotifierRole", "OrderNotifierLogGroup",
-            "OrderNotifierFunction", "NotifierFailureQueueAlarm", "OrderNotifierIteratorAgeAlarm",
-            "OrderNotifierRejectedAlarm", "OrderNotifierUnreadableAlarm", "OrderNotifierErrorsAlarm",
-            "OrderNotifierThrottlesAlarm",
-        ],
-        "outputs": ["NotificationsTableName", "NotifierFailureQueueUrl", "OrderNotifierFunctionName"],
-        # The orders table's stream has no other reader (see the template).
-        "owned_properties": [("OrdersTable", "StreamSpecification")],
-        # With the notifier off, no SSM parameter is named, granted or read.
-        "params": ["NotifyWebhookUrlParameter", "NotifierBatchSize"],
-        "action_prefixes": ["ssm:"],
-        "source": "stream",
-        "tables": {"NotificationsTable": ({"dynamodb:UpdateItem"}, "notification_id")},
-        "streams": {
-            "OrdersTable": {
-                "dynamodb:DescribeStream",
-                "dynamodb:GetRecords",
-                "dynamodb:GetShardIterator",
-                "dynamodb:ListStreams",
-            }
-        },
-        "env_tables": {"NOTIFICATIONS_TABLE": "NotificationsTable"},
-        "env_vars": ["NOTIFY_WEBHOOK_URL_PARAMETER", "MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "METRICS_NAMESPACE"],
-        "fifo_param": False,
-        # The webhook URL is a secret: the environment names its SSM
-        # parameter (this variable, a Ref of this template parameter), never
-        # holds the URL itself.
-        "secret_parameter": ("NOTIFY_WEBHOOK_URL_PARAMETER", "NotifyWebhookUrlParameter"),
-        "forbidden_env": ["NOTIFY_WEBHOOK_URL"],
-        # Final refusals (HTTP 422) are counted under this EMF metric.
-        "rejected_metric": "Rejected",
-        # Stream records it can never read, recorded and skipped: each may
-        # be a notification owed, so each pages.
-        "outcome_alarms": ["Unreadable"],
-    },
-    # Fed by an API Gateway HTTP API, not by a queue or a stream: no event
-    # source mapping, no SQS, no stream, no SSM. It writes the orders table
-    # (the order consumer's) and its own idempotency table.
-    "OrderApiFunction": {
-        "deploy_param": "DeployOrderApi",
-        "owns": [
-            "IdempotencyTable", "OrderApiRole", "OrderApiLogGroup", "OrderApiFunction", "OrderHttpApi",
-            # SAM's stage of the HTTP API (named after the API, not the function).
-            "OrderHttpApiApiGatewayDefaultStage",
-            "OrderApi5xxAlarm", "OrderApiErrorsAlarm", "OrderApiThrottlesAlarm", "OrderApiInternalAlarm",
-        ],
-        "outputs": ["OrderApiUrl", "OrderApiFunctionName", "IdempotencyTableName"],
-        "params": ["ApiFunctionTimeout", "IdempotencyTtlSeconds", "ApiThrottlingRateLimit", "ApiThrottlingBurstLimit"],
-        # No other function reads single items or deletes any: with the API
-        # off no role may (lower case: compared with the lowered action).
-        "action_prefixes": ["dynamodb:getitem", "dynamodb:deleteitem"],
-        "source": "http",
-        # The claim (PutItem), the completed key and the order (Updates in
-        # one TransactWriteItems, authorised per item), the release
-        # (DeleteItem), and GET's GetItem.
-        "tables": {
-            "IdempotencyTable": ({"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, "idempotency_key"),
-            "OrdersTable": ({"dynamodb:UpdateItem", "dynamodb:GetItem"}, "order_id"),
-        },
-        "env_tables": {"TABLE_NAME": "OrdersTable", "IDEMPOTENCY_TABLE": "IdempotencyTable"},
-        "env_vars": ["IDEMPOTENCY_TTL_SECONDS", "API_AUTH", "METRICS_NAMESPACE"],
-        "fifo_param": False,
-        # 500s: a deployment problem (missing table, IAM) no retry fixes.
-        "outcome_alarms": ["Internal"],
-        # The HTTP API (SAM's AWS::Serverless::HttpApi) and exactly these
-        # routes, each integrated with the function (payload format 2.0).
-        "http_api": "OrderHttpApi",
-        "routes": {("POST", "/orders"), ("GET", "/orders/{orderId}")},
-        # API Gateway gives up on an integration after 30 s: the function
-        # must answer first (its timeout, default and parameter maximum).
-        "max_timeout": 29,
-        # Keys expire in code after IDEMPOTENCY_TTL_SECONDS (1..31536000);
-        # DynamoDB's TTL on this attribute deletes them afterwards.
-        "ttl": ("IdempotencyTable", "expires_at"),
-        "ttl_env": ("IDEMPOTENCY_TTL_SECONDS", "IdempotencyTtlSeconds", 1, 31536000),
-    },
+#
+# Its dashboard widgets: `emf_namespace`, the namespace its EMF metrics are
+# charted under, and `emf_metrics`, the names it emits there (default
+# EMF_METRICS). What `make deploy` says about it (scripts/check_deploy_params.py):
+# `deploy_note` when it is deployed, `off_note` when its `deploy_param` is
+# "false", each formatted with the deployment's parameter values.
+#
+# The order consumer (the root package) is expected here; each function under
+# functions/ in its own folder, functions/<name>/template_check.py (FUNCTION,
+# its logical id, and EXPECT, these keys), so that removing a function's
+# folder removes its expectations with it (docs/adapting.md).
+ORDER_CONSUMER: dict[str, Any] = {
+    "deploy_param": None,
+    "owns": [
+        "OrderQueue", "DeadLetterQueue", "OrdersTable", "OrderConsumerRole", "OrderConsumerLogGroup",
+        "OrderConsumerFunction", "DeadLetterQueueAlarm", "FunctionErrorsAlarm",
+        "OrderQueueAgeAlarm", "OrderConsumerThrottlesAlarm", "OrderConsumerEarlyAlarm",
+        "OrderConsumerConflictAlarm", "OrderConsumerVisibilityFailedAlarm",
+        # One dashboard for the stack; the other functions add widgets
+        # to it only when they are deployed.
+        "Dashboard",
+    ],
+    "outputs": ["QueueUrl", "QueueArn", "DeadLetterQueueUrl", "DeadLetterQueueArn", "TableName",
+                "FunctionName", "LogGroupName"],
+    "tables": {"OrdersTable": ({"dynamodb:UpdateItem"}, "order_id")},
+    "env_tables": {"TABLE_NAME": "OrdersTable"},
+    "env_vars": ["MAX_CONCURRENCY", "DEADLINE_MARGIN_MS", "DEDUPE_CACHE_SIZE", "METRICS_NAMESPACE",
+                 "MAX_RECEIVE_COUNT"],
+    "fifo_param": True,
+    "emf_namespace": "OrderConsumer",
+    # Its name on the dashboard and in `make deploy`'s list (a function
+    # under functions/ is named after its folder).
+    "name": "order-consumer",
 }
+EXPECTATIONS = "template_check.py"
+
+
+def load_functions(root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    """Logical id -> expectations: the order consumer's, then each
+    functions/*/template_check.py's (by folder name), with `name` (the
+    folder's) and `source_file` (where they are written) added."""
+    out: dict[str, dict[str, Any]] = {
+        "OrderConsumerFunction": {**ORDER_CONSUMER, "source_file": "scripts/check_template.py"},
+    }
+    for path in sorted((root / "functions").glob(f"*/{EXPECTATIONS}")):
+        where = path.relative_to(root).as_posix()
+        spec = importlib.util.spec_from_file_location(f"template_check_{path.parent.name.replace('-', '_')}", path)
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"check_template: cannot load {where}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn, expect = getattr(module, "FUNCTION", None), getattr(module, "EXPECT", None)
+        if not isinstance(fn, str) or not isinstance(expect, dict):
+            raise SystemExit(f"check_template: {where} must define FUNCTION (a logical id) and EXPECT (a dict)")
+        if fn in out:
+            raise SystemExit(f"check_template: {where} expects {fn}, which {out[fn]['source_file']} already does")
+        out[fn] = {**expect, "name": path.parent.name, "source_file": where}
+    return out
+
+
+FUNCTIONS: dict[str, dict[str, Any]] = load_functions()
 
 # Stream retries: by record age (-1 attempts), long enough to outlast a
 # provider outage of several hours, and at most the stream's 24 h retention.
@@ -787,12 +727,6 @@ EMF_METRICS = {
     "Suspended", "Sent", "AlreadySent", "NothingToSend", "AlreadyRejected", "Busy", "Unreadable", "AlreadyUnreadable",
     "BatchSize", "CacheHits", "CacheMisses", "ColdStart", "VisibilityChanged", "VisibilityFailed",
 }
-# The order API's EMF line (namespace OrderApi): one count per request's
-# outcome, and ColdStart. Only these may be charted under OrderApi.
-API_EMF_METRICS = {
-    "Created", "Replayed", "Shown", "KeyReused", "InProgress", "Invalid", "Forbidden", "NotFound",
-    "Unavailable", "Internal", "ColdStart",
-}
 AWS_METRICS = {
     "AWS/Lambda": {"Errors", "Throttles", "Duration", "ConcurrentExecutions", "IteratorAge", "Invocations"},
     # HTTP APIs, by ApiId.
@@ -813,7 +747,10 @@ def _(m: Model) -> None:
     assert isinstance(raw, str), f"DashboardBody does not resolve to a string: {str(raw)[:200]}"
     # Resource names stay ${X} after evaluation; any string parses the same.
     body = json.loads(re.sub(r"\$\{[A-Za-z0-9_:.]+\}", "x", raw))
-    namespaces = {"OrderConsumer", "PaymentLedger", "OrderNotifier"}
+    # Each function's namespace and what it emits there (its expectations'
+    # emf_namespace and emf_metrics).
+    namespaces = {spec["emf_namespace"]: set(spec.get("emf_metrics", EMF_METRICS))
+                  for spec in FUNCTIONS.values() if "emf_namespace" in spec}
     charted = set()
     for widget in body["widgets"]:
         for line in widget["properties"]["metrics"]:
@@ -823,15 +760,13 @@ def _(m: Model) -> None:
                 if ns == "AWS/ApiGateway":
                     # HTTP APIs publish by ApiId (and ApiId, Stage).
                     assert line[2] == "ApiId", f"{ns}/{name} by {line[2]!r}, expected ApiId"
-            elif ns == "OrderApi":
-                assert name in API_EMF_METRICS, f"{ns}/{name}: order-api does not emit it"
             else:
-                assert ns in namespaces, f"namespace {ns!r}"
-                assert name in EMF_METRICS, f"{ns}/{name}: no function emits it"
+                assert ns in namespaces, f"namespace {ns!r}: no function's emf_namespace"
+                assert name in namespaces[ns], f"{ns}/{name}: its function does not emit it"
         charted.update(str(x) for x in widget["properties"]["metrics"][0])
     titles = " ".join(w["properties"]["title"] for w in body["widgets"])
-    for fn, label in (("OrderConsumerFunction", "order-consumer"), ("PaymentLedgerFunction", "payment-ledger"),
-                      ("OrderNotifierFunction", "order-notifier"), ("OrderApiFunction", "order-api")):
+    for fn, spec in FUNCTIONS.items():
+        label = spec["name"]
         if fn in m.res:
             assert label in titles, f"{fn} is deployed but has no widget"
         else:
@@ -1340,6 +1275,28 @@ def _(m: Model) -> None:
     )
 
 
+@check("every function in the template has expectations (scripts/check_template.py, functions/*/template_check.py), and every expectation's function and Deploy* parameter are in the template", per_function=False)
+def _(m: Model) -> None:
+    # Without this a function with no expectations would go unchecked
+    # (the per-function checks run for the expected ones), and a
+    # half-removed function would show only as the other checks' symptoms.
+    params = m.t.get("Parameters", {})
+    bad = [
+        f"{lid}: a function no expectations name (give its folder a {EXPECTATIONS} naming it, "
+        f"or remove it from the template)"
+        for lid in sorted(set(m.of_type("AWS::Lambda::Function")) | set(m.of_type("AWS::Serverless::Function")))
+        if lid not in FUNCTIONS
+    ]
+    for fn, spec in FUNCTIONS.items():
+        param = spec.get("deploy_param")
+        if param is not None and param not in params:
+            bad.append(f"{spec['source_file']} expects {fn}, switched by {param}, but the template has no "
+                       f"parameter {param} (remove the folder with the function's resources)")
+        elif m.deployed(fn) and fn not in m.res:
+            bad.append(f"{spec['source_file']} expects {fn}, but the template has no such resource")
+    assert not bad, "; ".join(bad)
+
+
 @check("each function's resources and outputs exist exactly when it is deployed; every resource belongs to one function", per_function=False)
 def _(m: Model) -> None:
     bad = []
@@ -1404,6 +1361,13 @@ def _(m: Model) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--deploy-parameters"]:
+        # For scripts/validate-template.sh and scripts/test_deploy.sh: the
+        # switchable functions, one "Deploy* parameter, name" per line.
+        for spec in FUNCTIONS.values():
+            if spec.get("deploy_param"):
+                print(spec["deploy_param"], spec["name"])
+        return 0
     if len(argv) < 2 or argv[1].startswith("-"):
         print(__doc__, file=sys.stderr)
         return 2

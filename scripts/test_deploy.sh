@@ -3,7 +3,14 @@
 # recording stub in place of `sam`: what is built for which Architecture,
 # what is deployed, and that a bad parameter combination stops it before
 # anything is executed. Runs in a scratch copy (template.yaml, scripts/, the
-# .venv with the SAM CLI for its parsers). Needs `make validate` first.
+# functions' functions/*/template_check.py, the .venv with the SAM CLI for
+# its parsers). Needs `make validate` first.
+#
+# The cases about one function (its Deploy* flag, its parameters, what the
+# deploy says about it) are in its folder, functions/<name>/deploy-cases.sh,
+# sourced below when present (they use run_case, later and the variables
+# set here): removing the function's folder removes its cases, and nothing
+# here names it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -48,6 +55,12 @@ run_case() {  # name, expected rc, expected calls (one per line), then env assig
   local dir="$TMP/$name"
   mkdir -p "$dir"
   cp -r template.yaml scripts "$dir/"
+  # The functions' expectations: check_deploy_params.py reports by them.
+  local f
+  for f in functions/*/template_check.py; do
+    [[ -f "$f" ]] || continue
+    mkdir -p "$dir/${f%/*}" && cp "$f" "$dir/$f"
+  done
   ln -s "$ROOT/.venv" "$dir/.venv"
   cases=$((cases + 1))
   local rc=0
@@ -78,8 +91,21 @@ B='sam build --beta-features --parameter-overrides'
 GOOD='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "Architecture=\\"x86_64\\" FunctionTimeout=\\"60\\" QueueVisibilityTimeout=\\"360\\""\n'
 BAD='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "FunctionTimeout=\\"60\\""\n'
 
-SSM_NEEDED='SSM SecureString parameter /order-consumer/notify-webhook-url'
-want_out="$SSM_NEEDED" run_case first-deploy 0 "$B Architecture=arm64
+# "DeployX name" per function under functions/ (its template_check.py).
+listed=$(.venv/bin/python scripts/check_template.py --deploy-parameters)
+switches=()
+if [[ -n "$listed" ]]; then mapfile -t switches <<<"$listed"; fi
+# What the deploy lists when every function is on except those named.
+deployed_without() {  # name...
+  local out="functions deployed: order-consumer" sw name
+  for sw in ${switches[@]+"${switches[@]}"}; do
+    name=${sw#* }
+    [[ " $* " == *" $name "* ]] || out+=", $name"
+  done
+  printf '%s\n' "$out"
+}
+
+want_out="$(deployed_without)" run_case first-deploy 0 "$B Architecture=arm64
 sam deploy --guided --no-execute-changeset
 $B Architecture=x86_64
 sam deploy" STUB_SAMCONFIG="$GOOD"
@@ -108,39 +134,22 @@ later() {  # name, rc, calls, samconfig, env...
 later later-deploy 0 "$B Architecture=x86_64
 sam deploy" "$GOOD"
 
-# Without the notifier nothing names, needs or checks the SSM parameter: the
-# deploy goes through and says so (given on the command line, and saved).
-want_out='no SSM parameter is needed' not_out="$SSM_NEEDED" \
-  run_case first-deploy-notifier-off 0 "$B Architecture=arm64
-sam deploy --guided --no-execute-changeset --parameter-overrides DeployOrderNotifier=false
-sam deploy" PARAMS="DeployOrderNotifier=false" \
-  STUB_SAMCONFIG='version = 0.1\n[default.deploy.parameters]\nparameter_overrides = "DeployOrderNotifier=\\"false\\""\n'
-OFF='version = 0.1\n[default.deploy.parameters]\nstack_name = "s"\nparameter_overrides = "DeployOrderNotifier=\\"false\\" DeployPaymentLedger=\\"false\\""\n'
-want_out='functions deployed: order-consumer' not_out="$SSM_NEEDED
-payment-ledger" later later-deploy-both-off 0 "$B Architecture=arm64
-sam deploy" "$OFF"
-# CloudFormation's AllowedValues are case-sensitive: refused before the build.
-want_out="DeployOrderNotifier='False' is not one of" \
-  run_case first-deploy-bad-deploy-flag 1 "" PARAMS="DeployOrderNotifier=False"
+# Every function off, saved in samconfig.toml: only the order consumer is
+# deployed, and nothing names another function (nor, so, what it needs:
+# the order notifier's SSM parameter).
+all_off='' not_names=''
+for sw in ${switches[@]+"${switches[@]}"}; do
+  all_off+="${sw%% *}=\\\"false\\\" "
+  not_names+="${sw#* }"$'\n'
+done
+want_out='functions deployed: order-consumer' not_out="$not_names" later later-deploy-all-off 0 "$B Architecture=arm64
+sam deploy" "version = 0.1\n[default.deploy.parameters]\nstack_name = \"s\"\nparameter_overrides = \"${all_off% }\"\n"
 # Receives whose delays could outlast the source queue's retention: the
 # message would expire instead of reaching the DLQ.
 want_out="a message could expire before it reaches the DLQ" \
   run_case first-deploy-redrive-past-retention 1 "" PARAMS="MaxReceiveCount=1000"
 want_out="BackoffEarlyCapSecs=1 is below BackoffEarlyBaseSecs=2" \
   run_case first-deploy-backoff-cap-below-base 1 "" PARAMS="BackoffEarlyBaseSecs=2 BackoffEarlyCapSecs=1"
-# Without the order API: nothing of it is deployed, and the deploy says so.
-want_out='functions deployed: order-consumer, payment-ledger, order-notifier' not_out='order-api' \
-  run_case first-deploy-api-off 0 "$B Architecture=arm64
-sam deploy --guided --no-execute-changeset --parameter-overrides DeployOrderApi=false
-sam deploy" PARAMS="DeployOrderApi=false" \
-  STUB_SAMCONFIG='version = 0.1\n[default.deploy.parameters]\nparameter_overrides = "DeployOrderApi=\\"false\\""\n'
-# The API's own ranges: what the function refuses at cold start
-# (IDEMPOTENCY_TTL_SECONDS 1..31536000), and a timeout API Gateway would cut
-# off (30 s): refused before the build.
-want_out="IdempotencyTtlSeconds=0 is below its MinValue 1" \
-  run_case first-deploy-bad-idempotency-ttl 1 "" PARAMS="IdempotencyTtlSeconds=0"
-want_out="ApiFunctionTimeout=30 is above its MaxValue 29" \
-  run_case first-deploy-api-timeout-at-gateway-limit 1 "" PARAMS="ApiFunctionTimeout=30"
 later later-deploy-bad-saved 1 "" "$BAD"
 later later-deploy-params-replace-saved 0 "$B Architecture=arm64
 sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "$BAD" \
@@ -150,7 +159,10 @@ sam deploy --parameter-overrides FunctionTimeout=10 QueueVisibilityTimeout=60" "
 # (scripts/managed_instances.py), for this deploy and the later ones; its
 # own constraints are checked before the build; a saved stack cannot switch.
 ARN=arn:aws:lambda:eu-west-1:123456789012:capacity-provider:prod
-MI_BUILT="  template.managed-instances.json: 4 functions on {'Ref': 'CapacityProviderArn'}, memory >= 2048, republished: True"
+functions=$(.venv/bin/python -c 'from samcli.yamlhelper import yaml_parse
+t = yaml_parse(open("template.yaml").read())
+print(sum(r.get("Type") == "AWS::Serverless::Function" for r in t["Resources"].values()))')
+MI_BUILT="  template.managed-instances.json: $functions functions on {'Ref': 'CapacityProviderArn'}, memory >= 2048, republished: True"
 MI_SAVED="version = 0.1\n[default.deploy.parameters]\nstack_name = \"s\"\nparameter_overrides = \"CapacityProviderArn=\\\"$ARN\\\"\"\n"
 want_out="Lambda Managed Instances: every function on the capacity provider $ARN, up to 8 invocations per process, 2048 MB" \
   run_case first-deploy-managed-instances 0 "sam build --beta-features --template-file template.managed-instances.json --parameter-overrides Architecture=arm64
@@ -192,6 +204,14 @@ want_out="FunctionMemorySize=2048 is below one vCPU at ExecutionEnvironmentMemor
   run_case first-deploy-managed-instances-ratio-above-memory 1 "" PARAMS="CapacityProviderArn=$ARN ExecutionEnvironmentMemoryGiBPerVCpu=8"
 want_out="PerExecutionEnvironmentMaxConcurrency='2.5' is not a whole number" \
   run_case first-deploy-managed-instances-fractional-concurrency 1 "" PARAMS="CapacityProviderArn=$ARN PerExecutionEnvironmentMaxConcurrency=2.5"
+
+# Each function's own cases.
+for f in functions/*/deploy-cases.sh; do
+  if [[ -f "$f" ]]; then
+    # shellcheck source=/dev/null
+    source "$f"
+  fi
+done
 
 echo "deploy flow checks: $((cases - fails)) of $cases passed"
 exit $((fails > 0))

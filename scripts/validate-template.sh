@@ -2,14 +2,19 @@
 # Validate template.yaml offline: SAM validate + cfn-lint on the SAM template,
 # offline SAM -> CloudFormation translation, cfn-lint on the translation, and
 # project-specific policy checks (scripts/check_template.py); then the same
-# translation, lint and checks for each combination of DeployPaymentLedger,
-# DeployOrderNotifier and DeployOrderApi, with those conditions resolved (what
+# translation, lint and checks for each combination of the functions' Deploy*
+# parameters (each function under functions/ has one; check_template.py
+# --deploy-parameters lists them), with those conditions resolved (what
 # CloudFormation would create), which also proves that nothing refers to a
 # function that is switched off; then the same for the Lambda Managed
 # Instances variant of the template (scripts/managed_instances.py).
 #
 # Needs only python3 (with venv) and PyPI access for the first run. No AWS
 # credentials and no AWS API calls are needed. Does not build any Rust.
+# --tools-only: install the pinned tools into .venv, and stop.
+# VALIDATE_CHECKS_ONLY=1: the translations and the policy checks alone (no
+# sam validate, no cfn-lint, no deploy-flow test): seconds instead of
+# minutes, what scripts/check-removal.sh runs in each copy without a function.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,6 +24,7 @@ TEMPLATE="${TEMPLATE:-template.yaml}"
 VENV="$REPO_ROOT/.venv"
 OUT_DIR="$REPO_ROOT/target"
 TRANSLATED="$OUT_DIR/template.translated.json"
+CHECKS_ONLY=${VALIDATE_CHECKS_ONLY:-0}
 
 # Pinned tool versions. aws-sam-cli 1.170.0 itself pins
 # aws-sam-translator==1.115.0 and cfn-lint>=1.52,<1.59, so bump them together.
@@ -47,11 +53,18 @@ if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$WANT_STAMP" ]]; then
 else
   step "pinned tools already installed (stamp: .venv/$(basename "$STAMP"))"
 fi
+if [[ "${1:-}" == --tools-only ]]; then exit 0; fi
 
 # A SAM template: sam validate --lint and cfn-lint on it, its offline
 # translation to plain CloudFormation, and cfn-lint on that.
 lint_and_translate() {  # SAM template, translation to write
   local sam=$1 translated=$2
+  if [[ $CHECKS_ONLY == 1 ]]; then
+    step "translating SAM -> CloudFormation offline -> ${translated#"$REPO_ROOT"/} (VALIDATE_CHECKS_ONLY: no lint)"
+    mkdir -p "$OUT_DIR"
+    "$VENV/bin/python" scripts/translate_template.py "$sam" "$translated"
+    return
+  fi
   step "sam validate --lint ($sam)"
   SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 \
     "$VENV/bin/sam" validate --lint --template-file "$sam"
@@ -82,26 +95,39 @@ lint_and_translate "$TEMPLATE" "$TRANSLATED"
 step "policy checks on the translated template"
 policy_checks "$TRANSLATED"
 
-# The eight deployments the Deploy* parameters allow (all on, all off, each
-# optional function off alone, and the rest). W2001 (parameter not
-# used) is expected there: the Deploy* parameters are used only by the
-# conditions that are resolved away, and a switched-off function's own
-# parameters by nothing (check_template.py asserts exactly that). Unused
-# parameters are still caught by the lint of the SAM template and of the
-# plain translation above.
+# Every deployment the functions' Deploy* parameters allow (2^n: all on,
+# all off, and every mix), each function under functions/ switched by its
+# own. W2001 (parameter not used) is expected there: the Deploy* parameters
+# are used only by the conditions that are resolved away, and a switched-off
+# function's own parameters by nothing (check_template.py asserts exactly
+# that). Unused parameters are still caught by the lint of the SAM template
+# and of the plain translation above.
+# "DeployX name", one per function under functions/ (a failure stops here:
+# set -e applies to an assignment's command substitution).
+listed=$("$VENV/bin/python" scripts/check_template.py --deploy-parameters)
+switches=()
+if [[ -n "$listed" ]]; then mapfile -t switches <<<"$listed"; fi
+n=${#switches[@]}
 summary=()
-for combo in "true true true" "false true true" "true false true" "false false true" \
-             "true true false" "false true false" "true false false" "false false false"; do
-  read -r ledger notifier api <<<"$combo"
-  params=(DeployPaymentLedger="$ledger" DeployOrderNotifier="$notifier" DeployOrderApi="$api")
-  out="$OUT_DIR/template.translated.ledger-$ledger.notifier-$notifier.api-$api.json"
-  step "${params[*]}: translate with the conditions resolved, cfn-lint, policy checks"
-  "$VENV/bin/python" scripts/translate_template.py --resolve-conditions "$TEMPLATE" "$out" "${params[@]}"
-  "$VENV/bin/cfn-lint" --include-checks I --ignore-checks W2001 -- "$out"
-  policy_checks "$out" "${params[@]}"
+for ((combo = 0; combo < (1 << n); combo++)); do
+  params=() name=""
+  for ((i = 0; i < n; i++)); do
+    read -r param function <<<"${switches[i]}"
+    # Bit i set: function i off; combination 0 is all on.
+    if (((combo >> i) & 1)); then value=false; else value=true; fi
+    params+=("$param=$value")
+    name+=".$function-$value"
+  done
+  ((n > 0)) || name=".resolved"
+  out="$OUT_DIR/template.translated$name.json"
+  step "${params[*]:-(no Deploy* parameter)}: translate with the conditions resolved$([[ $CHECKS_ONLY == 1 ]] || echo ', cfn-lint'), policy checks"
+  "$VENV/bin/python" scripts/translate_template.py --resolve-conditions "$TEMPLATE" "$out" ${params[@]+"${params[@]}"}
+  if [[ $CHECKS_ONLY != 1 ]]; then "$VENV/bin/cfn-lint" --include-checks I --ignore-checks W2001 -- "$out"; fi
+  policy_checks "$out" ${params[@]+"${params[@]}"}
   summary+=("$(tail -n 1 "$out.checks")")
 done
-step "all eight combinations"
+combinations="${#summary[@]} Deploy* combinations"
+step "all $combinations"
 printf '  %s\n' "${summary[@]}"
 
 # The Lambda Managed Instances variant (scripts/managed_instances.py; what
@@ -131,7 +157,11 @@ lint_and_translate "$MI_TEMPLATE" "$MI_TRANSLATED"
 step "policy checks on the translated Managed Instances variant"
 policy_checks "$MI_TRANSLATED" CapacityProviderArn="$MI_ARN"
 
+if [[ $CHECKS_ONLY == 1 ]]; then
+  printf '\nmake validate (VALIDATE_CHECKS_ONLY=1): PASSED: the policy checks of template.yaml, its %s and the Managed Instances variant\n' "$combinations"
+  exit 0
+fi
 step "make deploy control flow (scripts/test_deploy.sh, sam replaced by a recording stub)"
 bash scripts/test_deploy.sh
 
-printf '\nmake validate: PASSED: template.yaml, its eight Deploy* combinations and the Managed Instances variant (sam validate --lint, cfn-lint on each and on its translation, policy checks), and the make deploy flow\n'
+printf '\nmake validate: PASSED: template.yaml, its %s and the Managed Instances variant (sam validate --lint, cfn-lint on each and on its translation, policy checks), and the make deploy flow\n' "$combinations"

@@ -22,6 +22,9 @@ message as Duplicate or Stale, and nothing Applied, Rejected, Early or
 Sent; the two poison
 messages (the replayed copy and the redriven one) are back in the DLQ.
 
+The payment ledger's and the order notifier's parts run when the stack has
+them (e2e.py's has_ledger, has_notifier): a removed function's are skipped.
+
 E2E_REPLAY_TAMPER=1 alters two replayed messages (a new event for a
 delivered order, a capture of a new payment) to show that the checks fail
 when a replay does change something.
@@ -123,12 +126,16 @@ def stream_event(c, table, region):
 def backfill(e2e, c, out, plan, provider, params, args, checks):
     say, step, Failure = e2e.say, e2e.step, e2e.Failure
     sqs, ddb, lam, logs = c["sqs"], c["dynamodb"], c["lambda"], c["logs"]
-    qurl, dlq_url, pqurl, pdlq = (out["QueueUrl"], out["DeadLetterQueueUrl"], out["PaymentQueueUrl"],
-                                  out["PaymentDeadLetterQueueUrl"])
+    ledger, notifier = e2e.has_ledger(out), e2e.has_notifier(out)
+    qurl, dlq_url = out["QueueUrl"], out["DeadLetterQueueUrl"]
+    pqurl, pdlq = (out["PaymentQueueUrl"], out["PaymentDeadLetterQueueUrl"]) if ledger else (None, None)
     stack = e2e.STACK
-    tables = {"orders": (out["TableName"], "order_id"), "ledger": (out["LedgerTableName"], "entry_id"),
-              "accounts": (out["AccountsTableName"], "account_id"),
-              "notifications": (out["NotificationsTableName"], "notification_id")}
+    tables = {"orders": (out["TableName"], "order_id")}
+    if ledger:
+        tables["ledger"] = (out["LedgerTableName"], "entry_id")
+        tables["accounts"] = (out["AccountsTableName"], "account_id")
+    if notifier:
+        tables["notifications"] = (out["NotificationsTableName"], "notification_id")
     if "IdempotencyTableName" in out:
         # The order API's keys: nothing in a replay may touch them either.
         tables["idempotency"] = (out["IdempotencyTableName"], "idempotency_key")
@@ -140,24 +147,25 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
     before = {n: scan(ddb, t, k) for n, (t, k) in tables.items()}
     requests_before = sum(provider.requests.values())
     m_orders = Metrics(e2e, logs, out["LogGroupName"], ORDER_LABELS)
-    m_ledger = Metrics(e2e, logs, f"/aws/lambda/{stack}-payment-ledger", LEDGER_LABELS)
-    m_notifier = Metrics(e2e, logs, f"/aws/lambda/{stack}-order-notifier", NOTIFIER_LABELS)
+    m_ledger = Metrics(e2e, logs, f"/aws/lambda/{stack}-payment-ledger", LEDGER_LABELS) if ledger else None
+    m_notifier = Metrics(e2e, logs, f"/aws/lambda/{stack}-order-notifier", NOTIFIER_LABELS) if notifier else None
 
     order_bodies = list(plan.sent)
-    ledger_bodies = list(plan.ledger.sent)
+    ledger_bodies = list(plan.ledger.sent) if ledger else []
     n_poison = order_bodies.count(plan.poison)
     if tamper:
         say("     E2E_REPLAY_TAMPER=1: one replayed order event and one payment are altered")
         i = next(i for i, b in enumerate(order_bodies) if '"evt-2002-4"' in b)
         order_bodies[i] = order_bodies[i].replace('"seq":4', '"seq":5').replace('"evt-2002-4"', '"evt-2002-x"')
-        j = next(j for j, b in enumerate(ledger_bodies) if '"evt-pay-e2"' in b)
-        ledger_bodies[j] = ledger_bodies[j].replace("pay-e2", "pay-x2")
+        if ledger:
+            j = next(j for j, b in enumerate(ledger_bodies) if '"evt-pay-e2"' in b)
+            ledger_bodies[j] = ledger_bodies[j].replace("pay-e2", "pay-x2")
 
     work = [(qurl, b) for b in order_bodies] + [(pqurl, b) for b in ledger_bodies]
     rng.shuffle(work)
     t0 = time.monotonic()
     for i in range(0, len(work), 10):
-        for url in (qurl, pqurl):
+        for url in (qurl, pqurl) if ledger else (qurl,):
             chunk = [b for u, b in work[i:i + 10] if u == url]
             if chunk:
                 resp = sqs.send_message_batch(QueueUrl=url, Entries=[
@@ -192,21 +200,23 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
                      f"body identical: {answer == first}")
 
     # The orders stream, from its start, into the notifier.
-    records = stream_event(c, out["TableName"], e2e.REGION)
-    resp = lam.invoke(FunctionName=out["OrderNotifierFunctionName"], InvocationType="RequestResponse",
-                      Payload=json.dumps({"Records": records}).encode())
-    answer = json.loads(resp["Payload"].read() or b"{}")
-    checks.check("FunctionError" not in resp and answer.get("batchItemFailures") == [],
-                 f"backfill: the order notifier, invoked with the orders stream's {len(records)} records from "
-                 "its start, settled every one (no batch item failures)",
-                 f"FunctionError {resp.get('FunctionError')}, answer {str(answer)[:300]}")
+    records = []
+    if notifier:
+        records = stream_event(c, out["TableName"], e2e.REGION)
+        resp = lam.invoke(FunctionName=out["OrderNotifierFunctionName"], InvocationType="RequestResponse",
+                          Payload=json.dumps({"Records": records}).encode())
+        answer = json.loads(resp["Payload"].read() or b"{}")
+        checks.check("FunctionError" not in resp and answer.get("batchItemFailures") == [],
+                     f"backfill: the order notifier, invoked with the orders stream's {len(records)} records from "
+                     "its start, settled every one (no batch item failures)",
+                     f"FunctionError {resp.get('FunctionError')}, answer {str(answer)[:300]}")
 
     stable = {"n": 0}
     n_dead = n_poison + len(moved)
 
     def settled():
         v, nv, d = e2e.queue_counts(sqs, qurl)
-        pv, pnv, pd = e2e.queue_counts(sqs, pqurl)
+        pv, pnv, pd = e2e.queue_counts(sqs, pqurl) if ledger else (0, 0, 0)
         dv, dnv, _ = e2e.queue_counts(sqs, dlq_url)
         quiet = v + nv + d + pv + pnv + pd == 0 and dv + dnv >= n_dead
         stable["n"] = stable["n"] + 1 if quiet else 0
@@ -250,31 +260,33 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
                  f"the redriven one, {params['MaxReceiveCount']} receives each)",
                  f"Invalid {t['Invalid']}")
 
-    t, n_emf, n_rep = m_ledger.delta()
-    complete = n_emf == n_rep
-    rel = "=" if complete else "<="
-    same = (lambda got, want: got == want) if complete else (lambda got, want: got <= want)
-    say(f"        payment ledger, {n_emf} EMF lines over {n_rep} invocations: "
-        + ", ".join(f"{k}={t[k]}" for k in LEDGER_LABELS))
-    # Every replay is a new attempt with its own ClientRequestToken, so the
-    # entry's condition judges it: a Duplicate, never a second Applied.
-    checks.check(same(t["Duplicate"], len(ledger_bodies))
-                 and t["Applied"] + t["Suspended"] + t["Early"] + t["Conflict"] + t["Invalid"] == 0,
-                 f"backfill: EMF Duplicate {rel} {len(ledger_bodies)} replayed payment events, nothing Applied, "
-                 "Suspended, Early or Conflict",
-                 f"Duplicate {t['Duplicate']}, Applied {t['Applied']}, Suspended {t['Suspended']}, "
-                 f"Early {t['Early']}, Conflict {t['Conflict']}, Invalid {t['Invalid']}")
+    if ledger:
+        t, n_emf, n_rep = m_ledger.delta()
+        complete = n_emf == n_rep
+        rel = "=" if complete else "<="
+        same = (lambda got, want: got == want) if complete else (lambda got, want: got <= want)
+        say(f"        payment ledger, {n_emf} EMF lines over {n_rep} invocations: "
+            + ", ".join(f"{k}={t[k]}" for k in LEDGER_LABELS))
+        # Every replay is a new attempt with its own ClientRequestToken, so the
+        # entry's condition judges it: a Duplicate, never a second Applied.
+        checks.check(same(t["Duplicate"], len(ledger_bodies))
+                     and t["Applied"] + t["Suspended"] + t["Early"] + t["Conflict"] + t["Invalid"] == 0,
+                     f"backfill: EMF Duplicate {rel} {len(ledger_bodies)} replayed payment events, nothing Applied, "
+                     "Suspended, Early or Conflict",
+                     f"Duplicate {t['Duplicate']}, Applied {t['Applied']}, Suspended {t['Suspended']}, "
+                     f"Early {t['Early']}, Conflict {t['Conflict']}, Invalid {t['Invalid']}")
 
-    t, n_emf, n_rep = m_notifier.delta()
-    notifying = sum(1 for r in records
-                    if (r["dynamodb"].get("NewImage") or {}).get("status") != (r["dynamodb"].get("OldImage") or {}).get("status")
-                    and (r["dynamodb"].get("NewImage") or {}).get("status", {}).get("S") in ("PLACED", "SHIPPED", "CANCELLED"))
-    say(f"        order notifier, {n_emf} EMF lines over {n_rep} invocations: "
-        + ", ".join(f"{k}={t[k]}" for k in NOTIFIER_LABELS))
-    checks.check(t["Sent"] == 0 and (t["AlreadySent"] == notifying or n_emf != n_rep),
-                 f"backfill: the notifier's replay found every one of the {notifying} notifying transitions "
-                 "AlreadySent, and sent nothing",
-                 f"Sent {t['Sent']}, AlreadySent {t['AlreadySent']}, NothingToSend {t['NothingToSend']}")
+    if notifier:
+        t, n_emf, n_rep = m_notifier.delta()
+        notifying = sum(1 for r in records
+                        if (r["dynamodb"].get("NewImage") or {}).get("status") != (r["dynamodb"].get("OldImage") or {}).get("status")
+                        and (r["dynamodb"].get("NewImage") or {}).get("status", {}).get("S") in ("PLACED", "SHIPPED", "CANCELLED"))
+        say(f"        order notifier, {n_emf} EMF lines over {n_rep} invocations: "
+            + ", ".join(f"{k}={t[k]}" for k in NOTIFIER_LABELS))
+        checks.check(t["Sent"] == 0 and (t["AlreadySent"] == notifying or n_emf != n_rep),
+                     f"backfill: the notifier's replay found every one of the {notifying} notifying transitions "
+                     "AlreadySent, and sent nothing",
+                     f"Sent {t['Sent']}, AlreadySent {t['AlreadySent']}, NothingToSend {t['NothingToSend']}")
 
     # A message just moved to the DLQ can still be invisible there for the
     # rest of the delay it had in its source queue (MiniStack keeps it), and
@@ -290,8 +302,9 @@ def backfill(e2e, c, out, plan, provider, params, args, checks):
     checks.check(dlq == [plan.poison] * n_dead,
                  f"backfill: the DLQ holds the {n_dead} poison messages again, and only them",
                  f"DLQ bodies: {[b[:60] for b in dlq]}")
-    v, nv, _ = e2e.queue_counts(sqs, pdlq)
-    checks.check(v + nv == 0, "backfill: the payment DLQ is still empty", f"{v + nv} message(s)")
+    if ledger:
+        v, nv, _ = e2e.queue_counts(sqs, pdlq)
+        checks.check(v + nv == 0, "backfill: the payment DLQ is still empty", f"{v + nv} message(s)")
     say(f"        backfill: {len(order_bodies)} order events ({replayed} + {n_poison} poison) and "
         f"{len(ledger_bodies)} payment events re-sent, 1 DLQ message redriven, {len(records)} stream records "
         "replayed")

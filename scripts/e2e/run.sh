@@ -23,13 +23,17 @@
 #   E2E_BINARY=PATH       deploy this host order-consumer binary instead of
 #                         building one (e.g. target/lambda/order-consumer/bootstrap
 #                         from `make build-host`)
-#   E2E_LEDGER_BINARY=PATH, E2E_NOTIFIER_BINARY=PATH, E2E_API_BINARY=PATH
-#                         the same for payment-ledger, order-notifier and
-#                         order-api (default: in E2E_FUNCTION_BINARIES, else
-#                         next to E2E_BINARY, else in target/release)
+#   E2E_<NAME>_BINARY=PATH
+#                         the same for the function under functions/<name>/
+#                         (NAME in capitals, - as _: E2E_PAYMENT_LEDGER_BINARY;
+#                         default: in E2E_FUNCTION_BINARIES, else next to
+#                         E2E_BINARY, else in target/release)
 #   E2E_FUNCTION_BINARIES=DIR
 #                         where the functions' binaries are, by name (what
 #                         .ci/run copies there: one per functions/*/)
+# The functions deployed are the order consumer and those under functions/
+# (each folder with a Cargo.toml); e2e.py runs a function's own checks only
+# when the stack has it.
 #   E2E_KEEP_TMP=1        keep the temp dir (MiniStack log, template copy, zip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -43,9 +47,11 @@ DRAIN_TIMEOUT=${E2E_DRAIN_TIMEOUT:-300}
 AUTH=${E2E_AUTH:-true}
 BIN=${E2E_BINARY:-target/release/order-consumer}
 BINS=${E2E_FUNCTION_BINARIES:-$(dirname "$BIN")}
-LEDGER_BIN=${E2E_LEDGER_BINARY:-$BINS/payment-ledger}
-NOTIFIER_BIN=${E2E_NOTIFIER_BINARY:-$BINS/order-notifier}
-API_BIN=${E2E_API_BINARY:-$BINS/order-api}
+# The functions under functions/, by name (their binaries' names).
+FUNCTIONS=()
+for dir in functions/*/; do
+  [[ -f "$dir/Cargo.toml" ]] && FUNCTIONS+=("$(basename "$dir")")
+done
 
 t_start=$(date +%s)
 log() { printf 'e2e: [%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -82,13 +88,14 @@ if [[ -z "${E2E_BINARY:-}" ]]; then
   log "build took $(( $(date +%s) - t_build ))s"
 fi
 [[ -x "$BIN" ]] || die "$BIN missing or not executable"
-[[ -x "$LEDGER_BIN" ]] || die "$LEDGER_BIN missing or not executable (set E2E_LEDGER_BINARY)"
-[[ -x "$NOTIFIER_BIN" ]] || die "$NOTIFIER_BIN missing or not executable (set E2E_NOTIFIER_BINARY)"
-[[ -x "$API_BIN" ]] || die "$API_BIN missing or not executable (set E2E_API_BINARY)"
 BIN=$(realpath "$BIN")
-LEDGER_BIN=$(realpath "$LEDGER_BIN")
-NOTIFIER_BIN=$(realpath "$NOTIFIER_BIN")
-API_BIN=$(realpath "$API_BIN")
+FUNCTION_BINS=()   # one path per name in FUNCTIONS
+for name in ${FUNCTIONS[@]+"${FUNCTIONS[@]}"}; do
+  var="E2E_$(tr 'a-z-' 'A-Z_' <<<"$name")_BINARY"
+  path=${!var:-$BINS/$name}
+  [[ -x "$path" ]] || die "$path missing or not executable (set $var)"
+  FUNCTION_BINS+=("$(realpath "$path")")
+done
 
 # ---- 3. MiniStack ----------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/order-consumer-e2e.XXXXXX")
@@ -162,8 +169,13 @@ log "MiniStack healthy after $(( $(date +%s) - t_ms ))s (IAM enforcement: AUTH=$
 
 # ---- 4. deploy, stream, check ----------------------------------------------
 # The deployment packages: each binary as `bootstrap`, mode 755.
-for pair in "$BIN:$TMP/function.zip" "$LEDGER_BIN:$TMP/ledger.zip" "$NOTIFIER_BIN:$TMP/notifier.zip" \
-            "$API_BIN:$TMP/api.zip"; do
+pairs=("$BIN:$TMP/function.zip")
+zip_args=()
+for i in "${!FUNCTION_BINS[@]}"; do
+  pairs+=("${FUNCTION_BINS[i]}:$TMP/${FUNCTIONS[i]}.zip")
+  zip_args+=(--function-zip "${FUNCTIONS[i]}=$TMP/${FUNCTIONS[i]}.zip")
+done
+for pair in "${pairs[@]}"; do
 "$PY" - "${pair%%:*}" "${pair#*:}" <<'EOF'
 import sys, zipfile
 src, dst = sys.argv[1], sys.argv[2]
@@ -176,6 +188,5 @@ EOF
 done
 
 "$PY" scripts/e2e/e2e.py run --endpoint "$ENDPOINT" --template "$TEMPLATE" \
-  --zip "$TMP/function.zip" --ledger-zip "$TMP/ledger.zip" --notifier-zip "$TMP/notifier.zip" \
-  --api-zip "$TMP/api.zip" --function-timeout "$FUNCTION_TIMEOUT" \
+  --zip "$TMP/function.zip" ${zip_args[@]+"${zip_args[@]}"} --function-timeout "$FUNCTION_TIMEOUT" \
   --drain-timeout "$DRAIN_TIMEOUT" --ministack-pid "$ms_pid" --auth "$AUTH"

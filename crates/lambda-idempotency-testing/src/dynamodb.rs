@@ -122,6 +122,7 @@ pub fn delete_external_tables(tables: Vec<String>) {
 #[derive(Debug, Clone, Default)]
 pub struct RequestCounter(std::sync::Arc<Counts>);
 
+/// The counts a [`RequestCounter`] shares with its clones.
 #[derive(Debug, Default)]
 pub struct Counts {
     sent: AtomicU64,
@@ -130,12 +131,14 @@ pub struct Counts {
 }
 
 impl RequestCounter {
+    /// Requests sent so far, SDK retries included.
     pub fn get(&self) -> u64 {
         self.0.sent.load(Ordering::SeqCst)
     }
 
     /// The most requests that were ever in flight together.
     #[allow(dead_code)]
+    /// The most requests that were in flight at once.
     pub fn peak(&self) -> u64 {
         self.0.peak.load(Ordering::SeqCst)
     }

@@ -61,6 +61,7 @@ pub struct Reader<R> {
 }
 
 impl<R> Reader<R> {
+    /// A reader over `inner`, with an empty buffer.
     pub fn new(inner: R) -> Self {
         Self {
             inner,

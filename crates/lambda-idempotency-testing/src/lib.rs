@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! Test support for functions built on `lambda-idempotency`, as library
 //! code: what the tests of a consumer, a reliability suite and a benchmark
 //! need that is not about any one consumer's events.
@@ -10,6 +11,8 @@
 //! - [`tables`]: tables created as a template would create them.
 //! - [`sqs`]: SQS records and batches exactly as Lambda delivers them.
 //! - [`stream_records`]: DynamoDB stream records.
+//! - [`kinesis`]: Kinesis Data Streams records and batches as Lambda
+//!   delivers them.
 //! - [`runtime_api`]: a Lambda Runtime API emulator, to run a real binary.
 //! - [`sqs_endpoint`]: an SQS endpoint that records visibility changes.
 //! - [`proxy`]: a fault-injecting proxy that is also a faulty DynamoDB.
@@ -23,6 +26,7 @@
 
 pub mod dynamodb;
 pub mod http1;
+pub mod kinesis;
 pub mod labels;
 pub mod provider;
 pub mod proxy;

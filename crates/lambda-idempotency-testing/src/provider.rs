@@ -13,8 +13,11 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::http1::{self, Reader};
 
+/// How the provider answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Accept: the first request with a key is accepted, a repeat gets
+    /// the same answer and changes nothing.
     Accept,
     /// Answer every request with this status (nothing is accepted).
     Fail(u16),
@@ -38,14 +41,18 @@ struct State {
     methods: HashMap<String, u32>,
 }
 
+/// A local webhook receiver that deduplicates by `Idempotency-Key` and
+/// counts what it received.
 #[derive(Clone)]
 pub struct Provider {
+    /// Where to send notifications (`http://127.0.0.1:<port>/notify`).
     pub url: String,
     state: Arc<Mutex<State>>,
     mode: Arc<Mutex<Mode>>,
 }
 
 impl Provider {
+    /// Listen on a free local port, in [`Mode::Accept`].
     pub async fn start() -> Provider {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}/notify", listener.local_addr().expect("addr"));
@@ -64,6 +71,7 @@ impl Provider {
         p
     }
 
+    /// Answer the following requests this way.
     pub fn set_mode(&self, mode: Mode) {
         *self.mode.lock().unwrap() = mode;
     }
@@ -74,6 +82,7 @@ impl Provider {
         self.state.lock().unwrap().accepted.clone()
     }
 
+    /// Requests received with this key, resends included.
     pub fn requests(&self, key: &str) -> u32 {
         self.state
             .lock()
@@ -84,6 +93,7 @@ impl Provider {
             .unwrap_or(0)
     }
 
+    /// Requests received without an `Idempotency-Key`.
     pub fn unkeyed(&self) -> u32 {
         self.state.lock().unwrap().unkeyed
     }

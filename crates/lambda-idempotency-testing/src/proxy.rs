@@ -49,15 +49,22 @@ use tokio::task::JoinHandle;
 use super::http1::{self, Message, Reader};
 use super::rng::Rng;
 
+/// What the proxy does to a request.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
+    /// Stop listening: connections are refused until the plan changes.
     Refuse,
+    /// Read the request and reset the connection without forwarding it.
     ResetBeforeForward,
+    /// Forward, and reset the connection partway through the answer.
     ResetMidResponse,
     /// Forward, read the whole answer, and reset the connection without
     /// sending any of it.
     DropAnswer,
+    /// HTTP 500 with an InternalServerError body.
     Http500 {
+        /// Forward first (the request is applied, its answer replaced), or
+        /// not at all.
         after_forward: bool,
     },
     /// HTTP 400 with this throttling error type.
@@ -66,8 +73,12 @@ pub enum Fault {
     Error(u16, &'static str),
     /// This HTTP status and this exact JSON body, not forwarded.
     Body(u16, &'static str),
+    /// Forward after a delay and answer after another, each drawn
+    /// uniformly from its inclusive range of milliseconds.
     Latency {
+        /// Before forwarding the request.
         before_ms: (u64, u64),
+        /// After the answer arrived, before sending it on.
         after_ms: (u64, u64),
     },
     /// Read the request and never answer it.
@@ -129,6 +140,7 @@ struct Inner {
 
 /// The proxy (or fault server); it stops listening when dropped.
 pub struct FaultProxy {
+    /// Where it listens.
     pub addr: SocketAddr,
     inner: Arc<Inner>,
     task: JoinHandle<()>,
@@ -175,6 +187,7 @@ impl FaultProxy {
         FaultProxy { addr, inner, task }
     }
 
+    /// Its endpoint URL, for a client's `endpoint_url`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }

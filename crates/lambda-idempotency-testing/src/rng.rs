@@ -9,10 +9,12 @@
 pub struct Rng(u64);
 
 impl Rng {
+    /// The generator for `seed` (the same seed, the same sequence).
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -26,10 +28,12 @@ impl Rng {
         (self.next_u64() % n.max(1) as u64) as usize
     }
 
+    /// True with probability `p` (never for `p <= 0`).
     pub fn chance(&mut self, p: f64) -> bool {
         p > 0.0 && (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 
+    /// Uniform in `lo..=hi` (`lo` when `hi <= lo`).
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {
             lo
@@ -38,6 +42,7 @@ impl Rng {
         }
     }
 
+    /// Shuffle `v` in place (Fisher-Yates).
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
             v.swap(i, self.below(i + 1));

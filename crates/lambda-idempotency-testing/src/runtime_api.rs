@@ -37,11 +37,19 @@ pub const FUNCTION_ARN: &str =
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// `POST .../response`: the body, and when it arrived (epoch ms).
-    Response { body: Vec<u8>, at_ms: u64 },
+    Response {
+        /// The response body, as sent.
+        body: Vec<u8>,
+        /// When it arrived (epoch ms).
+        at_ms: u64,
+    },
     /// `POST .../error`.
     Error {
+        /// `errorType` of the error body.
         error_type: String,
+        /// `errorMessage` of the error body.
         error_message: String,
+        /// When it arrived (epoch ms).
         at_ms: u64,
     },
 }
@@ -49,9 +57,13 @@ pub enum Reply {
 /// One invocation to hand to the runtime's next poll; its answer goes to
 /// `reply` (dropped unanswered if the process never answers).
 pub struct Invocation {
+    /// `Lambda-Runtime-Aws-Request-Id`.
     pub request_id: String,
+    /// The event, as the next poll's body.
     pub payload: Arc<Vec<u8>>,
+    /// `Lambda-Runtime-Deadline-Ms` (epoch ms).
     pub deadline_ms: u64,
+    /// Where the runtime's answer goes.
     pub reply: oneshot::Sender<Reply>,
 }
 
@@ -67,6 +79,7 @@ struct Shared {
 /// The emulator: hand it invocations with [`RuntimeApi::submit`] and point
 /// the process's `AWS_LAMBDA_RUNTIME_API` at [`RuntimeApi::addr`].
 pub struct RuntimeApi {
+    /// Where it listens (`AWS_LAMBDA_RUNTIME_API` is this `host:port`).
     pub addr: std::net::SocketAddr,
     tx: mpsc::Sender<Invocation>,
     shared: Arc<Shared>,

@@ -17,6 +17,7 @@ pub fn record(message_id: &str, body: &str) -> SqsMessage {
     )
 }
 
+/// One FIFO-queue record in message group `group`.
 pub fn fifo_record(message_id: &str, body: &str, group: &str) -> SqsMessage {
     record_from(
         message_id,
@@ -52,6 +53,7 @@ fn record_from(message_id: &str, body: &str, arn: &str, group: Option<&str>) -> 
     .expect("valid SQS record")
 }
 
+/// The event Lambda delivers with these records.
 pub fn batch(records: Vec<SqsMessage>) -> SqsEvent {
     serde_json::from_value(json!({ "Records": records })).expect("valid SQS event")
 }
@@ -67,10 +69,12 @@ pub fn batch_of(bodies: &[Value]) -> SqsEvent {
     )
 }
 
+/// An invocation deadline a minute away: no test reaches it.
 pub fn far_deadline() -> Instant {
     Instant::now() + Duration::from_secs(60)
 }
 
+/// The message ids a partial-batch response asks to retry, in order.
 pub fn failed_ids(response: &SqsBatchResponse) -> Vec<String> {
     response
         .batch_item_failures

@@ -1,6 +1,7 @@
-//! One SQS batch, for any consumer of this crate: parse every record, group
-//! the records, apply each group's records in order with bounded concurrency
-//! across groups, and turn the outcomes into an `SqsBatchResponse`.
+//! One batch (SQS, DynamoDB Streams, Kinesis), for any consumer of this
+//! crate: parse every record, group the records, apply each group's records
+//! in order with bounded concurrency across groups, and turn the outcomes
+//! into the source's partial-batch response.
 //!
 //! The invariant: a message is left out of `batchItemFailures` (so SQS deletes
 //! it) only if its outcome is acknowledged, i.e. its effect is committed or is
@@ -36,7 +37,9 @@ use crate::wire::ParseError;
 /// One consumer's record handling. Implemented by the order consumer, the
 /// payment ledger and the notifier; the batch machinery is generic over it.
 pub trait Handler: Sync {
-    /// What the batch carries: an SQS message, a DynamoDB stream record.
+    /// What the batch carries: an SQS message, a DynamoDB stream record, a
+    /// Kinesis record; or any `R: MessageRecord`, for a handler that serves
+    /// SQS and Kinesis alike.
     type Record: BatchRecord;
     /// A parsed, validated record.
     type Event: Send + Sync;
@@ -155,7 +158,9 @@ pub enum BatchError {
     /// count of records.
     Outage(usize),
     /// Failed records without an id Lambda could retry them by; their count.
-    #[error("{0} failed record(s) carry no messageId; failing the whole batch so none is lost")]
+    #[error(
+        "{0} failed record(s) carry no id (SQS messageId, stream or Kinesis sequence number); failing the whole batch so none is lost"
+    )]
     Unidentifiable(usize),
     /// A function timeout at or below `DEADLINE_MARGIN_MS` would otherwise
     /// turn every record into NotAttempted, drain the queue into the DLQ and
@@ -825,5 +830,321 @@ mod engine_tests {
         e.records[0].message_id = None;
         let report = run(&h, &e, settings(8)).await;
         assert_eq!(report.failures(), Err(BatchError::Unidentifiable(1)));
+    }
+}
+
+/// The engine on Kinesis records, with one toy handler generic over
+/// [`MessageRecord`](crate::records::MessageRecord) that also runs on SQS:
+/// order per partition key, stop at the first failure, the lowest
+/// unacknowledged sequence number always answered.
+#[cfg(all(test, feature = "kinesis"))]
+mod kinesis_engine_tests {
+    use std::fmt;
+    use std::marker::PhantomData;
+    use std::sync::Mutex;
+
+    use aws_lambda_events::encodings::Base64Data;
+    use aws_lambda_events::event::streams::KinesisEventResponse;
+
+    use super::*;
+    use crate::records::{BatchEvent, KinesisBatch, MessageRecord};
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Done;
+
+    impl fmt::Display for Done {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("Done")
+        }
+    }
+
+    impl Verdict for Done {
+        const LABELS: &'static [&'static str] = &["Done"];
+        fn label(&self) -> &'static str {
+            "Done"
+        }
+        fn acknowledge(&self) -> bool {
+            true
+        }
+    }
+
+    /// A payload is `name:action`, action `ok` or `fail` (a dependency
+    /// failure); the key is the name. Written once for any message source.
+    struct Toy<R> {
+        applied: Mutex<Vec<String>>,
+        source: PhantomData<fn() -> R>,
+    }
+
+    impl<R: MessageRecord> Handler for Toy<R> {
+        type Record = R;
+        type Event = (String, bool);
+        type Verdict = Done;
+        type Failure = StoreError;
+
+        fn parse(&self, record: &R) -> Result<(String, bool), ParseError> {
+            let text = record.payload_str()?;
+            match text.split_once(':') {
+                Some((name, "ok")) => Ok((name.into(), true)),
+                Some((name, "fail")) => Ok((name.into(), false)),
+                _ => Err(ParseError::UnknownType),
+            }
+        }
+        fn key(&self, ev: &(String, bool)) -> String {
+            ev.0.clone()
+        }
+        fn rank(&self, _: &(String, bool)) -> u64 {
+            0
+        }
+        fn span(&self, _: &str, _: Option<&(String, bool)>) -> Span {
+            Span::none()
+        }
+        async fn apply(&self, ev: &(String, bool), _: &BatchContext) -> Result<Done, StoreError> {
+            if !ev.1 {
+                return Err(StoreError::Timeout);
+            }
+            if let Ok(mut applied) = self.applied.lock() {
+                applied.push(ev.0.clone());
+            }
+            Ok(Done)
+        }
+    }
+
+    fn toy<R>() -> Toy<R> {
+        Toy {
+            applied: Mutex::new(Vec::new()),
+            source: PhantomData,
+        }
+    }
+
+    fn applied<R>(h: &Toy<R>) -> Vec<String> {
+        h.applied.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    /// A 56-digit sequence number as Kinesis issues them, ending in `n`.
+    fn seq(n: u32) -> String {
+        format!("4959033827149025660855969253836157109592157598913658{n:04}")
+    }
+
+    /// `(sequence, partition key, data)`: a record as Lambda sends it, its
+    /// data base64-encoded unless `raw` is set (then put in as is).
+    fn kinesis(records: &[(Option<String>, &str, &str, bool)]) -> KinesisBatch {
+        let records: Vec<_> = records
+            .iter()
+            .map(|(sequence, key, data, raw)| {
+                let data = if *raw {
+                    serde_json::Value::String((*data).into())
+                } else {
+                    {
+                        // `#[non_exhaustive]`: filled through its Vec.
+                        let mut bytes = Base64Data::default();
+                        bytes.extend_from_slice(data.as_bytes());
+                        serde_json::to_value(bytes).unwrap_or_default()
+                    }
+                };
+                let sequence = sequence.clone().unwrap_or_default();
+                serde_json::json!({
+                    "kinesis": {
+                        "kinesisSchemaVersion": "1.0", "partitionKey": key,
+                        "sequenceNumber": sequence, "data": data,
+                        "approximateArrivalTimestamp": 1545084650.987
+                    },
+                    "eventSource": "aws:kinesis", "eventVersion": "1.0",
+                    "eventID": format!("shardId-000000000006:{sequence}"),
+                    "eventName": "aws:kinesis:record", "awsRegion": "us-east-2",
+                    "invokeIdentityArn": "arn:aws:iam::123456789012:role/lambda-role",
+                    "eventSourceARN": "arn:aws:kinesis:us-east-2:123456789012:stream/orders"
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({ "Records": records }))
+            .unwrap_or_else(|e| panic!("a Kinesis event: {e}"))
+    }
+
+    fn rec(
+        n: u32,
+        key: &'static str,
+        data: &'static str,
+    ) -> (Option<String>, &'static str, &'static str, bool) {
+        (Some(seq(n)), key, data, false)
+    }
+
+    fn settings() -> BatchSettings {
+        BatchSettings {
+            max_concurrency: 8,
+            deadline_margin: Duration::from_secs(2),
+            max_receive_count: None,
+        }
+    }
+
+    async fn run<R: MessageRecord>(h: &Toy<R>, records: &[R]) -> BatchReport<Done> {
+        process(
+            h,
+            settings(),
+            records,
+            Instant::now() + Duration::from_secs(60),
+        )
+        .await
+    }
+
+    fn labels(report: &BatchReport<Done>) -> Vec<&'static str> {
+        report.outcomes().map(RecordOutcome::label).collect()
+    }
+
+    /// Sequence numbers are decimal strings: the lower is the shorter, or
+    /// the lexically lower of equal length.
+    fn lowest(ids: &[String]) -> Option<&String> {
+        ids.iter().min_by(|a, b| (a.len(), a).cmp(&(b.len(), b)))
+    }
+
+    /// Lambda checkpoints below the lowest number answered: every record the
+    /// batch did not acknowledge must be at or after it.
+    fn assert_checkpoint_holds(report: &BatchReport<Done>, answer: &[String]) {
+        let unacknowledged: Vec<String> = report
+            .records
+            .iter()
+            .filter(|r| !r.outcome.acknowledge())
+            .filter_map(|r| r.record_id.clone())
+            .collect();
+        assert_eq!(lowest(answer), lowest(&unacknowledged), "{answer:?}");
+        for id in &unacknowledged {
+            assert!(answer.contains(id), "{id} unanswered in {answer:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_partition_key_runs_in_order_and_stops_at_its_first_failure() {
+        let h = toy();
+        let batch = kinesis(&[
+            rec(1, "a", "a1:ok"),
+            rec(2, "b", "b1:ok"),
+            rec(3, "a", "a2:fail"),
+            rec(4, "a", "a3:ok"),
+            rec(5, "b", "b2:ok"),
+            rec(6, "a", "a4:ok"),
+        ]);
+        let report = run(&h, batch.records()).await;
+        assert_eq!(
+            labels(&report),
+            [
+                "Done",
+                "Done",
+                "Failed",
+                "NotAttempted",
+                "Done",
+                "NotAttempted"
+            ]
+        );
+        assert_eq!(
+            report.records[3].outcome,
+            RecordOutcome::NotAttempted(Skip::FifoGroupBlocked)
+        );
+        // Key a stopped at a2; key b went on (its records come back with
+        // the shard's retry, as duplicates).
+        let mut writes = applied(&h);
+        writes.sort();
+        assert_eq!(writes, ["a1", "b1", "b2"]);
+        let answer = report.failures().expect("a partial failure");
+        assert_eq!(answer, [seq(3), seq(4), seq(6)]);
+        assert_checkpoint_holds(&report, &answer);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_lowest_unacknowledged_sequence_number_is_always_answered() {
+        let h = toy();
+        // The failures are in different keys, the later key's first: the
+        // answer must still hold the lowest of all, whatever key finishes
+        // first.
+        let batch = kinesis(&[
+            rec(1, "a", "a1:ok"),
+            rec(2, "b", "b1:ok"),
+            rec(3, "b", "b2:fail"),
+            rec(4, "a", "a2:fail"),
+            rec(5, "c", "c1:ok"),
+            rec(6, "b", "b3:ok"),
+        ]);
+        let report = run(&h, batch.records()).await;
+        let answer = report.failures().expect("a partial failure");
+        assert_eq!(lowest(&answer), Some(&seq(3)));
+        assert_checkpoint_holds(&report, &answer);
+        let response = KinesisBatch::response(answer);
+        let ids: Vec<_> = response
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_deref())
+            .collect();
+        assert_eq!(ids, [Some(&*seq(3)), Some(&*seq(4)), Some(&*seq(6))]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bad_base64_is_invalid_for_its_record_and_holds_its_key_back() {
+        let h = toy();
+        let batch = kinesis(&[
+            rec(1, "a", "a1:ok"),
+            (Some(seq(2)), "a", "%%% not base64", true),
+            rec(3, "b", "b1:ok"),
+            rec(4, "a", "a3:ok"),
+        ]);
+        let report = run(&h, batch.records()).await;
+        assert_eq!(labels(&report), ["Done", "Invalid", "Done", "NotAttempted"]);
+        assert_eq!(
+            report.records[1].outcome,
+            RecordOutcome::Invalid(ParseError::InvalidValue {
+                path: "kinesis.data".into(),
+                reason: "must be base64",
+            })
+        );
+        let mut writes = applied(&h);
+        writes.sort();
+        assert_eq!(writes, ["a1", "b1"]);
+        let answer = report.failures().expect("a partial failure, not the batch");
+        assert_eq!(answer, [seq(2), seq(4)]);
+        assert_checkpoint_holds(&report, &answer);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_record_without_a_sequence_number_fails_the_invocation() {
+        let h = toy();
+        // Acknowledged without one: nothing to answer, nothing lost.
+        let fine = kinesis(&[(None, "a", "a1:ok", false), rec(2, "b", "b1:fail")]);
+        let report = run(&h, fine.records()).await;
+        assert_eq!(report.failures(), Ok(vec![seq(2)]));
+        // Not acknowledged without one: no itemIdentifier, empty or not,
+        // could name it, so the whole batch goes back, loudly.
+        for blank in [None, Some("".to_owned()), Some(" ".to_owned())] {
+            let lost = kinesis(&[(blank, "a", "a1:fail", false), rec(2, "b", "b1:ok")]);
+            let report = run(&h, lost.records()).await;
+            assert_eq!(report.failures(), Err(BatchError::Unidentifiable(1)));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_batch_answers_no_failure() {
+        let h = toy();
+        let batch = kinesis(&[]);
+        let report = run(&h, batch.records()).await;
+        assert!(report.records.is_empty());
+        assert_eq!(report.starved, None);
+        let answer = report.failures().expect("nothing failed");
+        assert_eq!(
+            KinesisBatch::response(answer),
+            KinesisEventResponse::default()
+        );
+    }
+
+    #[cfg(feature = "sqs")]
+    #[tokio::test(start_paused = true)]
+    async fn the_same_handler_runs_on_sqs() {
+        use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+        let h: Toy<SqsMessage> = toy();
+        let mut event = SqsEvent::default();
+        for (id, body) in [("m1", "a:ok"), ("m2", "b:fail"), ("m3", "nonsense")] {
+            let mut m = SqsMessage::default();
+            m.message_id = Some(id.into());
+            m.body = Some(body.into());
+            event.records.push(m);
+        }
+        let report = run(&h, event.records()).await;
+        assert_eq!(labels(&report), ["Done", "Failed", "Invalid"]);
+        assert_eq!(report.failures(), Ok(vec!["m2".into(), "m3".into()]));
     }
 }

@@ -18,7 +18,8 @@
 //!    validated newtypes).
 //! 2. `backoff` (how long a failed message stays invisible, per
 //!    [`RetryClass`]), `records` (the Lambda events read strictly, what the
-//!    batch needs of each record: [`BatchRecord`], [`BatchEvent`]).
+//!    batch needs of each record: [`BatchRecord`], [`BatchEvent`]; a
+//!    message's bytes whatever its source: [`MessageRecord`]).
 //! 3. [`config`] (the [`Settings`] every function reads the same way, and
 //!    the variables' parsers), `outcome` ([`RecordOutcome`]: a verdict or
 //!    one of the shared outcomes; the [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
@@ -46,6 +47,10 @@
 //! visibility back-off), `dynamodb-streams` (stream records and their
 //! response), `dynamodb` (the `dynamo` helpers and
 //! `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
+//! `kinesis` (off by default): Kinesis Data Streams records
+//! (`KinesisBatch`, `KinesisMessage`: data decoded per record, grouped by
+//! partition key, strictly ordered, answered by sequence number); a
+//! handler generic over [`MessageRecord`] serves SQS and Kinesis alike.
 //! `idempotency` (implies `dynamodb`): any async function once per key,
 //! the `idempotency` module. `http` (implies `idempotency`): the
 //! Idempotency-Key layer for `lambda_http` handlers, the `http` module.
@@ -204,7 +209,10 @@ pub use records::SqsInput;
 #[cfg(feature = "dynamodb-streams")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 pub use records::StreamInput;
-pub use records::{BatchEvent, BatchRecord, Redeliverable, StrictInput};
+pub use records::{BatchEvent, BatchRecord, MessageRecord, Redeliverable, StrictInput};
+#[cfg(feature = "kinesis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
+pub use records::{KinesisBatch, KinesisMessage};
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 pub use redelivery::Redelivery;
@@ -220,6 +228,14 @@ pub use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 pub use aws_lambda_events::event::{
     dynamodb::{Event as StreamEvent, EventRecord as StreamRecord},
     streams::DynamoDbEventResponse,
+};
+/// Lambda's Kinesis record (what [`KinesisMessage::record`] holds), its
+/// event, and the partial-batch answer listing sequence numbers.
+#[cfg(feature = "kinesis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
+pub use aws_lambda_events::event::{
+    kinesis::{KinesisEvent, KinesisEventRecord},
+    streams::KinesisEventResponse,
 };
 /// The Lambda runtime the functions run on (its `Error`, `Context`,
 /// `LambdaEvent`), re-exported so adopters use the same version.

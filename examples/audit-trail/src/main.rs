@@ -1,0 +1,47 @@
+//! The `audit-trail` Lambda: one binary for either source. `EVENT_SOURCE`
+//! (`sqs`, the default, or `kinesis`) says which event the function is
+//! subscribed to; the handler is the same code on both.
+
+use audit_trail::{AuditHandler, NAME};
+use lambda_idempotency::{
+    ConfigError, Function, KinesisMessage, Settings, SqsMessage, bootstrap, config,
+};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
+    bootstrap::init_tracing();
+    let env = |k: &str| std::env::var(k).ok();
+    let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
+    let settings = bootstrap::config(Settings::from_env(NAME, "audit-trail")).await?;
+    let client = bootstrap::dynamodb_client().await;
+    match env("EVENT_SOURCE").as_deref().unwrap_or("sqs") {
+        // Returned messages come back after a back-off (RETRY_BACKOFF=off:
+        // after the queue's visibility timeout).
+        "sqs" => {
+            Function::builder(AuditHandler::<SqsMessage>::new(client, table))
+                .name(NAME)?
+                .redelivery(bootstrap::redelivery(&settings).await)
+                .settings(settings)
+                .build()?
+                .serve()
+                .await
+        }
+        // A stream retries from the answer's lowest sequence number itself.
+        "kinesis" => {
+            Function::builder(AuditHandler::<KinesisMessage>::new(client, table))
+                .name(NAME)?
+                .settings(settings)
+                .build()?
+                .serve()
+                .await
+        }
+        // A source it cannot read fails the cold start, before any event.
+        _ => {
+            let invalid = ConfigError::Invalid {
+                var: "EVENT_SOURCE",
+                reason: "must be sqs or kinesis".into(),
+            };
+            bootstrap::config(Err::<(), _>(invalid)).await
+        }
+    }
+}
