@@ -150,10 +150,11 @@ deploy: $(CARGO_LAMBDA) ## validate, check parameters, sam build, sam deploy (--
 fmt: ## Format the code
 	cargo fmt
 
-lint: ## rustfmt check + clippy with warnings as errors + no import cycles among the crates' modules
+lint: ## rustfmt check + clippy with warnings as errors + no import cycles among the crates' modules + every test docs/powertools.md names exists
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check_module_cycles.py
+	python3 scripts/check_doc_tests.py
 
 check-removal: ## Prove each function under functions/ can be removed: without its folder, members line and template resources, the template checks pass and the workspace checks
 	bash scripts/check-removal.sh
