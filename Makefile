@@ -129,6 +129,12 @@ build-host: $(CARGO_LAMBDA) ## Release build of every function for this machine'
 
 local: $(CARGO_LAMBDA) ## Local DynamoDB, the functions' local services (the notifier's webhook) and `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
 	cargo build --quiet --workspace --examples
+	@# The functions as `cargo lambda watch` builds them (its `cargo run
+	@# --bin NAME` selects the default members, whose features differ from
+	@# the workspace's above): built here, with cargo's progress, the first
+	@# invoke of each answers at once instead of waiting for its build.
+	@echo "building the functions as cargo lambda watch runs them (the first time 2-3 minutes; then seconds)"
+	cargo build --bins
 	@# Everything in this terminal also goes to target/local-watch.log, where
 	@# `make invoke` reads each record's outcome and what the services printed.
 	@: > target/local-watch.log; rm -f target/local-watch.log.exited; \
@@ -138,7 +144,7 @@ local: $(CARGO_LAMBDA) ## Local DynamoDB, the functions' local services (the not
 	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch 2>&1 | tee -a target/local-watch.log
 
 invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to FUNCTION (default order-consumer; or a function under functions/) of `make local`; one line per record
-	@echo "invoking $(FUNCTION); right after 'make local' starts, the first invoke waits while it builds the function (about 1.5 minutes; its terminal shows the build)"
+	@echo "invoking $(FUNCTION) (after a change to its code it waits while 'make local' rebuilds it; that terminal shows the build)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/invoke.sh $(FUNCTION) $(EVENT)
 
 table: ## Print the orders table of `make local`

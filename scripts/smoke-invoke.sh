@@ -25,7 +25,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-cargo build --quiet --example local_dynamodb --workspace --bins
+cargo build --quiet --example local_dynamodb --workspace
+# The functions with the features the watch's `cargo run --bin NAME` builds
+# them with (the default members'), so that it finds them built.
+cargo build --quiet --bins
 DYNAMODB_PORT=$DDB_PORT TABLE_NAME=orders LOCAL_TABLES="${LOCAL_TABLES:-}" \
   target/debug/examples/local_dynamodb serve 2>"$LOG/ddb.log" &
 pids+=($!)
