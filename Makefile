@@ -133,13 +133,16 @@ local: $(CARGO_LAMBDA) ## Local DynamoDB, the functions' local services (the not
 	@# --bin NAME` selects the default members, whose features differ from
 	@# the workspace's above): built here, with cargo's progress, the first
 	@# invoke of each answers at once instead of waiting for its build.
-	@echo "building the functions as cargo lambda watch runs them (the first time 2-3 minutes; then seconds)"
+	@echo "building the functions as cargo lambda watch runs them (the first time a few minutes; then seconds)"
 	cargo build --bins
 	@# Everything in this terminal also goes to target/local-watch.log, where
 	@# `make invoke` reads each record's outcome and what the services printed.
 	@: > target/local-watch.log; rm -f target/local-watch.log.exited; \
-	  DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) LOCAL_TABLES="$(LOCAL_TABLES)" target/debug/examples/local_dynamodb serve & pids=$$!; \
+	  DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) LOCAL_TABLES="$(LOCAL_TABLES)" target/debug/examples/local_dynamodb serve \
+	    2> >(tee -a target/local-watch.log >&2) & pids=$$!; \
 	  trap 'kill $$pids 2>/dev/null || true' EXIT INT TERM; \
+	  for _ in $$(seq 1 100); do grep -q '^local DynamoDB on' target/local-watch.log && break; \
+	    kill -0 $$pids 2>/dev/null || { echo "make local: the local DynamoDB did not start (its error is above)" >&2; exit 1; }; sleep 0.2; done; \
 	  for s in $(LOCAL_SERVICES); do env $(LOCAL_ENV) $$s > >(tee -a target/local-watch.log) 2>&1 & pids="$$pids $$!"; done; \
 	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch 2>&1 | tee -a target/local-watch.log
 
