@@ -21,7 +21,7 @@ EVENT         ?= events/01-happy-path.json
 TABLE_NAME    ?= orders
 DYNAMODB_PORT ?= 8000
 # `make invoke`'s function: order-consumer, or a function under functions/
-# (its folder's name) that takes SQS events.
+# (its folder's name; its sample events are in its events/).
 FUNCTION      ?= order-consumer
 # The Powertools for AWS Lambda (Python) baseline of `make bench` and its
 # chart: their own venv, pinned, kept out of the test build.
@@ -31,6 +31,12 @@ LOCAL_ENV     := TABLE_NAME=$(TABLE_NAME) AWS_ENDPOINT_URL_DYNAMODB=http://127.0
                  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 # The local DynamoDB's further tables (name:hash-key).
 LOCAL_TABLES  :=
+# Programs a function needs beside it in the local loop (the notifier's
+# webhook), started with LOCAL_ENV by `make local` and `make smoke`, and the
+# names of the port variables they listen on (`make smoke` picks free ones).
+LOCAL_SERVICES :=
+LOCAL_PORTS   :=
+FREE_PORT     := python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 export SAM_CLI_TELEMETRY := 0
 
 # The functions under functions/, each a workspace member named after its
@@ -43,7 +49,7 @@ DEMOS         := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/example
 BENCHES       := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/benches/$(f)-bench.rs),$(f)))
 -include $(wildcard functions/*/local.mk)
 
-.PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke e2e redrive bench bench-venv release
+.PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke smoke-run e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -121,22 +127,41 @@ build: $(CARGO_LAMBDA) ## Release build of every function for Lambda arm64 (need
 build-host: $(CARGO_LAMBDA) ## Release build of every function for this machine's architecture
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda build --release --bins
 
-local: $(CARGO_LAMBDA) ## Local DynamoDB + `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
+local: $(CARGO_LAMBDA) ## Local DynamoDB, the functions' local services (the notifier's webhook) and `cargo lambda watch` (then `make invoke`, or curl the order API, in another terminal)
 	cargo build --quiet --workspace --examples
-	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) LOCAL_TABLES="$(LOCAL_TABLES)" target/debug/examples/local_dynamodb serve & ddb=$$!; \
-	  trap 'kill $$ddb 2>/dev/null || true' EXIT INT TERM; \
-	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch 2>&1 | tee target/local-watch.log
+	@# The functions as `cargo lambda watch` builds them (its `cargo run
+	@# --bin NAME` selects the default members, whose features differ from
+	@# the workspace's above): built here, with cargo's progress, the first
+	@# invoke of each answers at once instead of waiting for its build.
+	@echo "building the functions as cargo lambda watch runs them (the first time a few minutes; then seconds)"
+	cargo build --bins
+	@# Everything in this terminal also goes to target/local-watch.log, where
+	@# `make invoke` reads each record's outcome and what the services printed.
+	@: > target/local-watch.log; rm -f target/local-watch.log.exited; \
+	  DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) LOCAL_TABLES="$(LOCAL_TABLES)" target/debug/examples/local_dynamodb serve \
+	    2> >(tee -a target/local-watch.log >&2) & pids=$$!; \
+	  trap 'kill $$pids 2>/dev/null || true' EXIT INT TERM; \
+	  for _ in $$(seq 1 100); do grep -q '^local DynamoDB on' target/local-watch.log && break; \
+	    kill -0 $$pids 2>/dev/null || { echo "make local: the local DynamoDB did not start (its error is above)" >&2; exit 1; }; sleep 0.2; done; \
+	  for s in $(LOCAL_SERVICES); do env $(LOCAL_ENV) $$s > >(tee -a target/local-watch.log) 2>&1 & pids="$$pids $$!"; done; \
+	  $(LOCAL_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda watch 2>&1 | tee -a target/local-watch.log
 
 invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to FUNCTION (default order-consumer; or a function under functions/) of `make local`; one line per record
-	@echo "invoking $(FUNCTION); right after 'make local' starts, the first invoke waits while it builds the function (about 1.5 minutes; its terminal shows the build)"
-	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cargo lambda invoke $(FUNCTION) --data-file $(EVENT) --output-format json > target/invoke-answer.json
-	@python3 scripts/invoke_summary.py $(EVENT) target/invoke-answer.json
+	@echo "invoking $(FUNCTION) (after a change to its code it waits while 'make local' rebuilds it; that terminal shows the build)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/invoke.sh $(FUNCTION) $(EVENT)
 
 table: ## Print the orders table of `make local`
 	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) cargo run --quiet --example local_dynamodb scan
 
-smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: the real binary under cargo lambda on two sample events
-	LOCAL_ENV="$(filter-out TABLE_NAME=% AWS_ENDPOINT_URL_DYNAMODB=%,$(LOCAL_ENV))" LOCAL_TABLES="$(LOCAL_TABLES)" bash scripts/smoke-invoke.sh
+smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: every function under cargo lambda on its sample events, and a function that fails its init
+	@# A free port for each local service (LOCAL_PORTS), set on a sub-make's
+	@# command line so that LOCAL_ENV and the service agree on it and two
+	@# runs on one machine do not collide.
+	@$(MAKE) --no-print-directory smoke-run $(foreach p,$(LOCAL_PORTS),$(p)=$$($(FREE_PORT)))
+
+smoke-run:
+	LOCAL_ENV="$(filter-out TABLE_NAME=% AWS_ENDPOINT_URL_DYNAMODB=%,$(LOCAL_ENV))" LOCAL_TABLES="$(LOCAL_TABLES)" \
+	  LOCAL_SERVICES="$(LOCAL_SERVICES)" bash scripts/smoke-invoke.sh
 
 e2e: ## Deploy template.yaml into MiniStack and prove SQS → Lambda → DynamoDB, the ledger, the notifier and the order API, with redrive
 	bash scripts/e2e/run.sh

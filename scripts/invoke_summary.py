@@ -4,9 +4,11 @@ prints them.
 
     invoke_summary.py EVENT ANSWER [WATCH_LOG]
 
-EVENT is the SQS event file that was sent, ANSWER what `cargo lambda invoke
+EVENT is the event file that was sent (SQS records, or DynamoDB stream
+records for the notifier), ANSWER what `cargo lambda invoke
 --output-format json` wrote. Each record's outcome and its reason come from
-the function's own log line (`message_id`, `outcome`, `detail`) in WATCH_LOG
+the function's own log line (`message_id` or `sequence_number`, `outcome`,
+`detail`) in WATCH_LOG
 (default target/local-watch.log, which `make local` writes beside its
 terminal); without it, a record shows only whether SQS would delete it or
 redeliver it (the answer's batchItemFailures).
@@ -17,6 +19,24 @@ whole invocation) is printed as such, and the script exits 1.
 import json
 import pathlib
 import sys
+
+
+def describe_stream(record):
+    """A DynamoDB stream record of the orders table: the order and its status change."""
+    change = record.get("dynamodb") or {}
+
+    def status(image):
+        return ((change.get(image) or {}).get("status") or {}).get("S") or "-"
+
+    order = ((change.get("Keys") or {}).get("order_id") or {}).get("S", "?")
+    return f"{order} {status('OldImage')} -> {status('NewImage')}"
+
+
+def record_id(record):
+    """What the answer's batchItemFailures name: SQS messageId, or a stream record's SequenceNumber."""
+    if "messageId" in record:
+        return record.get("messageId")
+    return (record.get("dynamodb") or {}).get("SequenceNumber")
 
 
 def describe(body):
@@ -59,7 +79,9 @@ def last_lines(log_path, ids):
             v = json.loads(line[start:])
         except ValueError:
             continue
-        mid = v.get("message_id") if isinstance(v, dict) else None
+        if not isinstance(v, dict):
+            continue
+        mid = v.get("message_id") or v.get("sequence_number")
         if mid in ids and "outcome" in v:
             found[mid] = v
     return found
@@ -81,15 +103,18 @@ def main():
         sys.exit(1)
     failed = {f.get("itemIdentifier") for f in (answer or {}).get("batchItemFailures", [])}
     records = event.get("Records", [])
-    ids = {r.get("messageId") for r in records}
+    ids = {record_id(r) for r in records}
     lines = last_lines(log_path, ids)
     for n, r in enumerate(records, 1):
-        mid = r.get("messageId")
-        fate = "returned" if mid in failed else "deleted"
+        mid = record_id(r)
+        stream = "dynamodb" in r
+        # A failed stream record is retried with the rest of its shard.
+        fate = ("retried" if stream else "returned") if mid in failed else ("done" if stream else "deleted")
         line = lines.get(mid)
         outcome = line.get("outcome", "?") if line else ("Failed/Early/…" if mid in failed else "acknowledged")
         detail = (line or {}).get("detail", "")
-        print(f"   #{n:<2} {describe(r.get('body')):<36} {outcome:<12} {fate:<8} {detail}".rstrip())
+        what = describe_stream(r) if stream else describe(r.get("body"))
+        print(f"   #{n:<2} {what:<36} {outcome:<13} {fate:<8} {detail}".rstrip())
     print(f"   batchItemFailures: {len(failed)} of {len(records)}"
           + ("" if lines else f"   (outcomes: see the `make local` terminal; no {log_path})"))
 

@@ -3,9 +3,11 @@
 # real order-consumer binary under `cargo lambda watch` (which emulates the
 # Lambda Runtime API), a local DynamoDB, and sample events sent with
 # `cargo lambda invoke --data-file`; then each function under functions/
-# under the same watch, by its own functions/<name>/smoke.sh. Their tables
-# and environment come from `make smoke` (LOCAL_TABLES, LOCAL_ENV: the
-# Makefile and functions/*/local.mk). Everything it starts it stops, by PID.
+# under the same watch, by its own functions/<name>/smoke.sh. Their tables,
+# environment and local services come from `make smoke` (LOCAL_TABLES,
+# LOCAL_ENV, LOCAL_SERVICES: the Makefile and functions/*/local.mk). Last, a
+# function that fails its init must make `make invoke` fail at once with its
+# error. Everything it starts it stops, by PID.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -23,17 +25,30 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-cargo build --quiet --example local_dynamodb --workspace --bins
+cargo build --quiet --example local_dynamodb --workspace
+# The functions with the features the watch's `cargo run --bin NAME` builds
+# them with (the default members'), so that it finds them built.
+cargo build --quiet --bins
 DYNAMODB_PORT=$DDB_PORT TABLE_NAME=orders LOCAL_TABLES="${LOCAL_TABLES:-}" \
   target/debug/examples/local_dynamodb serve 2>"$LOG/ddb.log" &
 pids+=($!)
+
+# The functions' local services (the notifier's webhook), with the same
+# environment, their lines in the watch's log as in `make local` (both
+# append, so neither overwrites the other). Word-split on purpose.
+: >"$LOG/watch.log"
+for service in ${LOCAL_SERVICES:-}; do
+  # shellcheck disable=SC2086
+  env ${LOCAL_ENV:-} "$service" >>"$LOG/watch.log" 2>&1 &
+  pids+=($!)
+done
 
 # The functions' own variables (word-split on purpose: KEY=VALUE pairs).
 # shellcheck disable=SC2086
 env ${LOCAL_ENV:-} \
 TABLE_NAME=orders RETRY_BACKOFF=off AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local RUST_LOG=info \
-  cargo lambda watch --invoke-port "$INVOKE_PORT" --ignore-changes --timeout 30 >"$LOG/watch.log" 2>&1 &
+  cargo lambda watch --invoke-port "$INVOKE_PORT" --ignore-changes --timeout 30 >>"$LOG/watch.log" 2>&1 &
 pids+=($!)
 
 invoke() { # event [function]
@@ -46,17 +61,23 @@ invoke() { # event [function]
 # compiles) before sending the sample events.
 echo '{"Records": []}' > "$LOG/empty.json"
 ready=""
-for _ in $(seq 1 60); do
-  if grep -q "local DynamoDB on" "$LOG/ddb.log" 2>/dev/null && invoke "$LOG/empty.json" >/dev/null 2>&1; then
-    ready=yes
-    break
-  fi
-  sleep 2
-done
-[[ -n "$ready" ]] || { echo "smoke: the function did not answer within 5 minutes" >&2; tail -40 "$LOG/watch.log" >&2; exit 1; }
-
-
 fail() { echo "smoke: FAIL: $*" >&2; echo "--- cargo lambda watch log:" >&2; tail -40 "$LOG/watch.log" >&2; exit 1; }
+
+# Wait (bounded) for FUNCTION to answer an empty batch: `make_ready
+# FUNCTION`. An answer that is an error (its init failed) fails at once: the
+# watch would not start it again, and every later invoke would hang.
+make_ready() {
+  local answer
+  for _ in $(seq 1 60); do
+    if grep -q "local DynamoDB on" "$LOG/ddb.log" 2>/dev/null && answer=$(invoke "$LOG/empty.json" "$1" 2>/dev/null); then
+      grep -q '"errorType"' <<<"$answer" && fail "$1 failed its init: $answer"
+      return 0
+    fi
+    sleep 2
+  done
+  fail "$1 did not answer within 2 minutes"
+}
+make_ready order-consumer
 
 out=$(invoke events/01-happy-path.json) || fail "invoke 01"
 echo "01-happy-path   -> $out"
@@ -75,9 +96,41 @@ grep -q '"Applied":4' "$LOG/watch.log" || fail "no EMF metrics line with Applied
 echo "smoke: the binary under cargo lambda applied the happy path, returned the early event, and emitted EMF"
 
 # ---- each function's own part, under the same watch (functions/*/smoke.sh,
-# sourced: they use invoke, fail, LOG, DDB_PORT and INVOKE_PORT) ----
+# sourced: they use invoke, make_ready, fail, LOG, DDB_PORT and INVOKE_PORT) ----
 for part in functions/*/smoke.sh; do
   [[ -f "$part" ]] || continue
   # shellcheck source=/dev/null
   source "$part"
 done
+
+# ---- a function that fails its init: `make invoke` fails at once, with the
+# error, on the first invoke and on every later one (cargo lambda watch
+# answers only the first: it does not start an exited function again, and
+# the invokes after it waited for ever). A second watch, without TABLE_NAME.
+BROKEN_PORT=$(free_port)
+: >"$LOG/broken.log"
+# shellcheck disable=SC2086
+env ${LOCAL_ENV:-} AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
+AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
+  cargo lambda watch --invoke-port "$BROKEN_PORT" --ignore-changes --timeout 30 >>"$LOG/broken.log" 2>&1 &
+pids+=($!)
+broken_invoke() { # bounded: a hang is the failure this looks for
+  INVOKE_PORT=$BROKEN_PORT WATCH_LOG="$LOG/broken.log" ANSWER="$LOG/broken-answer.json" \
+    timeout 90 bash scripts/invoke.sh order-consumer events/01-happy-path.json 2>&1
+}
+# The first invoke may wait for the watch's port and its `cargo run`.
+for _ in $(seq 1 30); do
+  out=$(broken_invoke) && fail "make invoke of a function without TABLE_NAME succeeded: $out"
+  grep -q 'TABLE_NAME' <<<"$out" && break
+  sleep 2
+done
+echo "init failure, 1st invoke -> $out"
+grep -q 'TABLE_NAME' <<<"$out" || fail "make invoke did not show the init error naming TABLE_NAME: $out"
+for n in 2 3; do
+  started=$SECONDS
+  out=$(broken_invoke) && fail "invoke $n of a function that failed its init succeeded: $out"
+  echo "init failure, invoke $n  -> ($((SECONDS - started)) s) $out"
+  (( SECONDS - started < 10 )) || fail "invoke $n of a function that failed its init took $((SECONDS - started)) s (it must fail at once)"
+  grep -q 'TABLE_NAME' <<<"$out" || fail "invoke $n did not show the init error naming TABLE_NAME: $out"
+done
+echo "smoke: make invoke of a function that failed its init failed at once with its error, every time"

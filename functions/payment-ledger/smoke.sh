@@ -1,16 +1,11 @@
 # `make smoke`'s part for the payment ledger, sourced by scripts/smoke-invoke.sh
-# under its `cargo lambda watch` (invoke, fail, LOG, DDB_PORT and
+# under its `cargo lambda watch` (invoke, make_ready, fail, LOG, DDB_PORT and
 # INVOKE_PORT are its). Deleting this folder deletes it.
 # shellcheck shell=bash
 
 # ---- make invoke FUNCTION=payment-ledger: another function of the same watch ----
 # Its first invoke compiles and starts it (as for order-consumer above).
-ready=""
-for _ in $(seq 1 60); do
-  if invoke "$LOG/empty.json" payment-ledger >/dev/null 2>&1; then ready=yes; break; fi
-  sleep 2
-done
-[[ -n "$ready" ]] || fail "payment-ledger did not answer within 2 minutes"
+make_ready payment-ledger
 out=$(invoke functions/payment-ledger/events/01-captures.json payment-ledger) || fail "invoke payment-ledger"
 printf '%s' "$out" > "$LOG/answer.json"
 summary=$(python3 scripts/invoke_summary.py functions/payment-ledger/events/01-captures.json "$LOG/answer.json" "$LOG/watch.log") \
