@@ -752,3 +752,93 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
         .unwrap();
     assert_eq!((r.reference.as_str(), card.runs()), ("p1-1", 1));
 }
+
+/// An earlier layout's output (`legacy`, `code`), read by a
+/// [`lambda_idempotency::idempotency::LegacyOutput`]: the error names the
+/// attribute, never its value.
+fn legacy_reader(
+    item: &std::collections::HashMap<String, AttributeValue>,
+) -> Result<String, StoreError> {
+    let legacy = lambda_idempotency::dynamo::string(item, "legacy")?;
+    let code: u16 = lambda_idempotency::dynamo::number(item, "code")?;
+    Ok(format!("{code}:{legacy}"))
+}
+
+/// A completed record written by an earlier build, its output in
+/// attributes of its own and no `data`: without a legacy reader it is
+/// corrupt (naming `data`); with one, it replays what the reader makes of
+/// it, through `with_options` too; a reader's error is the claim's, and a
+/// `data` that is there but not a string stays corrupt.
+#[tokio::test]
+async fn a_completed_record_of_an_earlier_layout_replays_through_the_legacy_reader() {
+    let db = Db::new().await;
+    let now = epoch_ms();
+    let exp = now / 1000 + 3600;
+    let put = |key: &str, extra: Vec<(&str, AttributeValue)>| {
+        let mut item = std::collections::HashMap::from([
+            ("id".to_owned(), AttributeValue::S(key.into())),
+            ("status".to_owned(), AttributeValue::S("COMPLETED".into())),
+            ("fingerprint".to_owned(), AttributeValue::S("f".into())),
+            ("expiration".to_owned(), AttributeValue::N(exp.to_string())),
+        ]);
+        item.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v)));
+        db.client
+            .put_item()
+            .table_name(db.table.table_name())
+            .set_item(Some(item))
+            .send()
+    };
+    put(
+        "old",
+        vec![
+            ("legacy", AttributeValue::S("secret-body".into())),
+            ("code", AttributeValue::N("201".into())),
+        ],
+    )
+    .await
+    .unwrap();
+    put(
+        "bad",
+        vec![("legacy", AttributeValue::S("secret-body".into()))],
+    )
+    .await
+    .unwrap();
+    put("wrong", vec![("data", AttributeValue::N("1".into()))])
+        .await
+        .unwrap();
+
+    let plain = db.store(options());
+    let Err(StoreError::CorruptItem(why)) = plain.claim(&claim("old", "f", "a1", now)).await else {
+        panic!("an earlier layout's record read without a legacy reader")
+    };
+    assert!(why.contains("`data`"), "{why}");
+
+    let store = db.store(options()).legacy_output(legacy_reader);
+    // Through another options' store too (the expiry the caller sets later).
+    let later = store.with_options(IdempotencyOptions {
+        cache_bytes: 1 << 16,
+        ..options()
+    });
+    for s in [&store, &later] {
+        assert_eq!(
+            s.claim(&claim("old", "f", "a2", now)).await,
+            Ok(Claimed::Refused(Refusal::Completed(Stored {
+                output: "201:secret-body".into(),
+                expires_at: exp,
+            })))
+        );
+        assert_eq!(
+            s.claim(&claim("old", "g", "a2", now)).await,
+            Ok(Claimed::Refused(Refusal::OtherPayload))
+        );
+    }
+    let Err(StoreError::CorruptItem(why)) = store.claim(&claim("bad", "f", "a3", now)).await else {
+        panic!("a malformed earlier record read")
+    };
+    assert!(why.contains("`code`") && !why.contains("secret"), "{why}");
+    let Err(StoreError::CorruptItem(why)) = store.claim(&claim("wrong", "f", "a3", now)).await
+    else {
+        panic!("a `data` that is not a string read")
+    };
+    assert!(why.contains("`data`"), "{why}");
+}

@@ -11,10 +11,12 @@
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::TransactWriteItem;
+use lambda_http::http::header::{CONTENT_TYPE, LOCATION};
 
 use crate::domain::StoredResponse;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::config::ConfigError;
+use lambda_idempotency::dynamo::{Item, number, string};
 use lambda_idempotency::idempotency::{
     Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, TransactError,
 };
@@ -25,6 +27,29 @@ use order_consumer::orders::store::OrderStore;
 pub const KEY: &str = "idempotency_key";
 /// The idempotency table's TTL attribute (epoch seconds).
 pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+/// A key completed by the order API before it ran on the library's layer
+/// (up to cbe2055) kept its response in attributes of its own, not in
+/// `data`: the status (N), the body (S) and the `Location` (S). Its key,
+/// TTL, `status`, `fingerprint`, `attempt` and `lease_until` are the
+/// layer's, byte for byte.
+const LEGACY_STATUS: &str = "response_status";
+const LEGACY_BODY: &str = "response_body";
+const LEGACY_LOCATION: &str = "location";
+
+/// The stored response of a key the previous build completed, as the layer
+/// stores one: so that a repeat within `IDEMPOTENCY_TTL_SECONDS` of an
+/// in-place upgrade replays what that build answered (its status, body,
+/// `Location`, and the `application/json` it always sent) instead of a
+/// 500. Errors name the attribute, never its value.
+pub fn legacy_output(item: &Item) -> Result<String, StoreError> {
+    let status: u16 = number(item, LEGACY_STATUS)?;
+    Ok(StoredResponse::new(status)
+        .header(CONTENT_TYPE.as_str(), "application/json")
+        .header(LOCATION.as_str(), string(item, LEGACY_LOCATION)?)
+        .text(string(item, LEGACY_BODY)?)
+        .encode())
+}
 
 /// Orders and idempotency records, each in its table.
 #[derive(Debug, Clone)]
@@ -46,7 +71,8 @@ impl ApiStore {
             .key_attribute(KEY)?
             .ttl_attribute(TTL_ATTRIBUTE)?;
         Ok(ApiStore {
-            idempotency: IdempotencyStore::new(client, table, IdempotencyOptions::default()),
+            idempotency: IdempotencyStore::new(client, table, IdempotencyOptions::default())
+                .legacy_output(legacy_output),
             orders,
         })
     }
@@ -102,6 +128,72 @@ impl ApiStore {
                 _ => StoreError::InconsistentRefusal,
             }),
             Err(TransactError::Store(e)) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use lambda_idempotency::http::StoredBody;
+
+    fn old_completed() -> Item {
+        Item::from([
+            (LEGACY_STATUS.to_owned(), AttributeValue::N("201".into())),
+            (
+                LEGACY_BODY.to_owned(),
+                AttributeValue::S(r#"{"orderId":"ord_1"}"#.into()),
+            ),
+            (
+                LEGACY_LOCATION.to_owned(),
+                AttributeValue::S("/orders/ord_1".into()),
+            ),
+        ])
+    }
+
+    #[test]
+    fn a_previous_builds_response_reads_as_the_layers_stored_response() {
+        let output = legacy_output(&old_completed()).expect("reads");
+        let stored = StoredResponse::decode(&output).expect("the layer's JSON");
+        assert_eq!(stored.status, 201);
+        assert_eq!(
+            stored.headers,
+            [
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("location".to_owned(), "/orders/ord_1".to_owned()),
+            ]
+        );
+        assert_eq!(
+            stored.body,
+            StoredBody::Text(r#"{"orderId":"ord_1"}"#.into())
+        );
+    }
+
+    #[test]
+    fn a_malformed_previous_record_names_the_attribute_not_its_value() {
+        for (name, bad) in [
+            (LEGACY_STATUS, None),
+            (LEGACY_STATUS, Some(AttributeValue::S("secret".into()))),
+            (LEGACY_STATUS, Some(AttributeValue::N("70000".into()))),
+            (LEGACY_BODY, None),
+            (LEGACY_BODY, Some(AttributeValue::N("7".into()))),
+            (LEGACY_LOCATION, None),
+        ] {
+            let mut item = old_completed();
+            item.insert(
+                LEGACY_BODY.to_owned(),
+                AttributeValue::S("secret-body".into()),
+            );
+            match bad {
+                Some(v) => item.insert(name.to_owned(), v),
+                None => item.remove(name),
+            };
+            let Err(StoreError::CorruptItem(why)) = legacy_output(&item) else {
+                panic!("{name}: a malformed record read")
+            };
+            assert!(why.contains(&format!("`{name}`")), "{why}");
+            assert!(!why.contains("secret") && !why.contains("70000"), "{why}");
         }
     }
 }

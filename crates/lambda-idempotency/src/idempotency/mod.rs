@@ -51,7 +51,9 @@ mod store;
 
 pub use function::{IdempotencyError, Idempotent, LeaseEnd};
 
-pub use store::{Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, TransactError};
+pub use store::{
+    Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, LegacyOutput, TransactError,
+};
 
 /// What the store holds for a key, read strictly from the stored item.
 #[derive(Debug, Clone, PartialEq, Eq)]

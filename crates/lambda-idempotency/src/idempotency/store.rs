@@ -224,6 +224,13 @@ pub enum TransactError {
     Store(#[from] StoreError),
 }
 
+/// Reads the output of a completed record written in an earlier layout,
+/// one without the `data` attribute ([`IdempotencyStore::legacy_output`]):
+/// the output the current layout would hold for it, or
+/// [`StoreError::CorruptItem`] naming the attribute that is missing or
+/// malformed (never its value).
+pub type LegacyOutput = fn(&Item) -> Result<String, StoreError>;
+
 /// The idempotency records of one table: claims, completions, releases.
 /// Cheap to clone (the client and the cache are shared).
 #[derive(Debug, Clone)]
@@ -232,6 +239,7 @@ pub struct IdempotencyStore {
     table: Arc<IdempotencyTable>,
     options: Arc<IdempotencyOptions>,
     cache: Arc<Mutex<Cache>>,
+    legacy: Option<LegacyOutput>,
 }
 
 impl IdempotencyStore {
@@ -245,7 +253,21 @@ impl IdempotencyStore {
             table: Arc::new(table),
             options: Arc::new(options),
             cache,
+            legacy: None,
         }
+    }
+
+    /// The same store, reading a completed record that has no `data`
+    /// attribute with `read`: for a table whose records an earlier build
+    /// wrote in its own layout (same key, TTL, `status`, `fingerprint`,
+    /// `attempt` and `lease_until`; the output in attributes of its own),
+    /// so that an in-place upgrade replays the keys completed before it
+    /// instead of answering them as corrupt until they expire. Without
+    /// it, such a record is [`StoreError::CorruptItem`]. In-progress
+    /// records need nothing: their layout is the same.
+    pub fn legacy_output(mut self, read: LegacyOutput) -> Self {
+        self.legacy = Some(read);
+        self
     }
 
     /// The table.
@@ -272,6 +294,7 @@ impl IdempotencyStore {
             table: self.table.clone(),
             options: Arc::new(options),
             cache,
+            legacy: self.legacy,
         }
     }
 
@@ -532,13 +555,18 @@ impl IdempotencyStore {
                 lease_until_ms: number(item, LEASE_UNTIL)?,
                 expires_at,
             }),
-            COMPLETED => Ok(Record::Completed {
-                fingerprint,
-                stored: Stored {
-                    output: string(item, OUTPUT)?,
-                    expires_at,
-                },
-            }),
+            COMPLETED => {
+                // Only an absent `data` is an earlier layout's: one that is
+                // there but not a string is corrupt whatever wrote it.
+                let output = match (item.get(OUTPUT), self.legacy) {
+                    (None, Some(read)) => read(item)?,
+                    _ => string(item, OUTPUT)?,
+                };
+                Ok(Record::Completed {
+                    fingerprint,
+                    stored: Stored { output, expires_at },
+                })
+            }
             _ => Err(StoreError::CorruptItem(
                 "`status` is not a known state".into(),
             )),

@@ -899,3 +899,173 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(t.orders().await.len(), 1);
 }
+
+/// [`ALICE`]'s record key for `legacy-key` and [`BODY`]'s fingerprint as
+/// the previous build (cbe2055, before the library's layer) computed them:
+/// SHA-256 of the length-prefixed parts `iam`, her ARN and the key, and of
+/// the body's canonical JSON, computed outside this code base from that
+/// build's `record_key` and `fingerprint`.
+const OLD_RECORD_KEY: &str = "44356d462869db7cef23f94161994611085e3cff72da60fd30bcb12c4dbe9e4e";
+const OLD_FINGERPRINT: &str = "276eaf018487bda10293420eaa72e16a293341ac7e68b229bb2157ca79ff33ad";
+
+/// An idempotency record exactly as the previous build left it: its claim
+/// (`status`, `fingerprint`, `attempt`, `lease_until`, `expires_at` under
+/// `idempotency_key`) and, when `completed` holds (status, body,
+/// location, order id), its commit's `SET status = COMPLETED,
+/// response_status, response_body, location, order_id REMOVE lease_until`.
+async fn put_old_record(
+    t: &ApiDb,
+    expires_at: u64,
+    lease_until: u64,
+    completed: Option<(u16, &str, &str, &str)>,
+) {
+    let mut item = std::collections::HashMap::from([
+        (
+            "idempotency_key".to_owned(),
+            AttributeValue::S(OLD_RECORD_KEY.into()),
+        ),
+        (
+            "fingerprint".to_owned(),
+            AttributeValue::S(OLD_FINGERPRINT.into()),
+        ),
+        (
+            "attempt".to_owned(),
+            AttributeValue::S("old-attempt".into()),
+        ),
+        (
+            "expires_at".to_owned(),
+            AttributeValue::N(expires_at.to_string()),
+        ),
+    ]);
+    match completed {
+        None => {
+            item.insert("status".into(), AttributeValue::S("IN_PROGRESS".into()));
+            item.insert(
+                "lease_until".into(),
+                AttributeValue::N(lease_until.to_string()),
+            );
+        }
+        Some((status, body, location, order_id)) => {
+            item.insert("status".into(), AttributeValue::S("COMPLETED".into()));
+            item.insert(
+                "response_status".into(),
+                AttributeValue::N(status.to_string()),
+            );
+            item.insert("response_body".into(), AttributeValue::S(body.into()));
+            item.insert("location".into(), AttributeValue::S(location.into()));
+            item.insert("order_id".into(), AttributeValue::S(order_id.into()));
+        }
+    }
+    t.db.client
+        .put_item()
+        .table_name(&t.idempotency_table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("write the old record");
+}
+
+/// The layer's record key and fingerprint are the previous build's, byte
+/// for byte, and so are the attribute names it writes: an in-place
+/// upgrade finds the old records under the same items.
+#[tokio::test]
+async fn the_layer_keys_and_writes_records_as_the_previous_build_did() {
+    assert_eq!(record_key(&alice(), "legacy-key"), OLD_RECORD_KEY);
+    assert_eq!(
+        fingerprint(&serde_json::from_str(BODY).unwrap()),
+        OLD_FINGERPRINT
+    );
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let r = send(&api, post(Some("legacy-key"), BODY, &ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    let records = t.records().await;
+    assert_eq!(records.len(), 1);
+    let s = |k: &str| order_consumer::testing::s(&records[0], k);
+    assert_eq!(
+        (s("idempotency_key"), s("fingerprint"), s("status")),
+        (
+            OLD_RECORD_KEY.into(),
+            OLD_FINGERPRINT.into(),
+            "COMPLETED".into()
+        )
+    );
+    let mut names: Vec<&str> = records[0].keys().map(String::as_str).collect();
+    names.sort_unstable();
+    // The old build's claim attributes (lease_until removed on completion,
+    // as it did), its TTL; the response in `data` instead of its three.
+    assert_eq!(
+        names,
+        [
+            "attempt",
+            "data",
+            "expires_at",
+            "fingerprint",
+            "idempotency_key",
+            "status"
+        ]
+    );
+}
+
+/// Keys the previous build stored stay good across an in-place upgrade:
+/// a repeat of a key it completed replays, byte for byte, what it
+/// answered (its `stored_response`: the status, the body, `Location`,
+/// `Content-Type: application/json`, `Idempotency-Expires` and
+/// `Idempotent-Replayed: true`, nothing else); with another body it is
+/// 422; a key it still held in progress is 409 (with another body, 422).
+#[tokio::test]
+async fn keys_the_previous_build_stored_replay_after_an_upgrade() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let exp = epoch_ms() / 1000 + 3_600;
+    let body = r#"{"orderId":"ord_0123456789abcdef0123456789abcdef","status":"PLACED","customerId":"cust-1","amount":150000,"currency":"INR","createdAt":"2026-12-04T20:00:00.000Z"}"#;
+    let location = "/orders/ord_0123456789abcdef0123456789abcdef";
+    put_old_record(
+        &t,
+        exp,
+        0,
+        Some((201, body, location, "ord_0123456789abcdef0123456789abcdef")),
+    )
+    .await;
+
+    let r = send(&api, post(Some("legacy-key"), BODY, &ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    assert_eq!(text(&r), body);
+    let mut headers: Vec<(String, String)> = r
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+        .collect();
+    headers.sort();
+    let expires =
+        lambda_idempotency::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(exp));
+    assert_eq!(
+        headers,
+        [
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("idempotency-expires".to_owned(), expires),
+            ("idempotent-replayed".to_owned(), "true".to_owned()),
+            ("location".to_owned(), location.to_owned()),
+        ]
+    );
+    // Replayed, not placed again: no order was written, the record is as
+    // the old build left it.
+    assert!(t.orders().await.is_empty());
+    let records = t.records().await;
+    assert_eq!(records.len(), 1);
+    assert!(!records[0].contains_key("data"));
+
+    let other = order_body("cust-2", 7);
+    let r = send(&api, post(Some("legacy-key"), &other, &ALICE)).await;
+    assert!(is_problem(&r, 422), "{}", text(&r));
+
+    // A key the old build was still running when the new one took over.
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    put_old_record(&t, exp, epoch_ms() + 60_000, None).await;
+    let r = send(&api, post(Some("legacy-key"), BODY, &ALICE)).await;
+    assert!(is_problem(&r, 409), "{}", text(&r));
+    assert!(header(&r, "retry-after").is_some());
+    let r = send(&api, post(Some("legacy-key"), &other, &ALICE)).await;
+    assert!(is_problem(&r, 422), "{}", text(&r));
+}
