@@ -86,17 +86,25 @@ $(CURDIR)/$(VENV)/bin/cargo-nextest:
 release: ## Build the release binaries for this machine (target/release/order-consumer and one per function under functions/)
 	cargo build --release --bins
 
-bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS; vs Powertools (Python); chart docs/bench-peer.svg
+bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS; vs the floor; under latency; vs Powertools (Python); chart docs/bench-peer.svg
+	@# The floor (bench/floor: two do-nothing functions) in the same
+	@# invocation as the shipped functions, so that it is built with their
+	@# features and only its two binaries are new (`-p bench-floor` alone
+	@# would compile the SDK again with fewer features).
+	cargo build --release --bins $(foreach p,order-consumer $(FUNCTIONS) bench-floor,-p $(p))
 	cargo build --profile release-untuned --bin order-consumer
 	@# `cargo bench` builds into target/release as well (the bench profile):
-	@# measure copies of the two builds, taken before it runs.
+	@# measure copies of the builds, taken before it runs.
 	mkdir -p target/bench-bins
 	cp target/release/order-consumer target/bench-bins/order-consumer.release
 	cp target/release-untuned/order-consumer target/bench-bins/order-consumer.untuned
-	cargo bench --bench bench
+	$(foreach b,$(FUNCTIONS) floor-sqs floor-sqs-dynamodb,cp target/release/$(b) target/bench-bins/$(b);)
+	@# The bench's wall time goes to target/bench-time.txt (docs/performance.md quotes it).
+	start=$$(date +%s); cargo bench --bench bench; \
+	  echo "cargo bench --bench bench: $$(( $$(date +%s) - start )) s" > target/bench-time.txt
 	@# Each function's own benchmark (target/bench-report-<name>.md).
 	$(foreach f,$(BENCHES),cargo bench -p $(f) --bench $(f)-bench;)
-	$(BENCH_VENV)/bin/python scripts/bench_chart.py target/bench-peer.json docs/bench-peer.svg
+	$(BENCH_VENV)/bin/python scripts/bench_chart.py target/bench-peer.json target/bench-latency.json docs/bench-peer.svg
 
 bench-venv: $(BENCH_VENV)/.installed ## The venv of the bench's Powertools baseline and chart (target/bench-venv)
 

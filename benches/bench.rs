@@ -2,8 +2,11 @@
 //! (the SDK's request path included), cold start, binary size and peak RSS,
 //! and one process at Lambda Managed Instances concurrency against as many
 //! processes, all in one run against a local DynamoDB-compatible server
-//! (dynoxide, in-process). Sections by name: `cargo bench --bench bench --
-//! cpu process` (throughput, requests, cache, cpu, managed, process, peer).
+//! (dynoxide, in-process); then every shipped function against two
+//! do-nothing functions (the floor), the throughput under a fixed DynamoDB
+//! latency, and the order API against Powertools' `@idempotent`. Sections by
+//! name: `cargo bench --bench bench -- cpu process` (throughput, requests,
+//! cache, cpu, managed, process, floor, peer, latency, api-peer).
 //! Each function under functions/ has its own benchmark (its
 //! benches/<name>-bench.rs), which `make bench` runs after this one.
 //!
@@ -32,6 +35,14 @@ use order_consumer::testing::*;
 #[path = "support/common.rs"]
 mod common;
 use common::*;
+
+// The sections that compare the shipped builds with a floor and a peer.
+#[path = "sections/api_peer.rs"]
+mod api_peer;
+#[path = "sections/floor.rs"]
+mod floor;
+#[path = "sections/latency.rs"]
+mod latency;
 
 fn lifecycle_bodies(n: usize, prefix: &str) -> Vec<Value> {
     let mut out = Vec::with_capacity(n);
@@ -107,15 +118,24 @@ fn main() {
     if run("process") {
         rt.block_on(process_figures(&mut r));
     }
-    // Last: the one section that needs more than cargo (the Powertools venv).
+    if run("floor") {
+        rt.block_on(floor::figures(&mut r));
+    }
+    // Last: the sections that need more than cargo (the Powertools venv).
     let mut failed = None;
     if run("peer") {
         failed = rt.block_on(peer_figures(&mut r)).err();
     }
+    if run("latency") && failed.is_none() {
+        failed = rt.block_on(latency::figures(&mut r)).err();
+    }
+    if run("api-peer") && failed.is_none() {
+        failed = rt.block_on(api_peer::figures(&mut r)).err();
+    }
 
     r.write("bench-report.md");
     if let Some(why) = failed {
-        eprintln!("\nsection peer failed: {why}");
+        eprintln!("\na Powertools section failed: {why}");
         std::process::exit(1);
     }
 }
@@ -577,20 +597,27 @@ struct Run {
 /// Cold-start `bin` under the library's Runtime API emulator (the one the
 /// reliability suite runs it under) and hand it one invocation, `event`.
 async fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -> Run {
+    let payload = serde_json::to_vec(event).expect("event json");
+    run_cold(bin, endpoint, &[("TABLE_NAME", table)], payload).await
+}
+
+/// Cold-start `bin` with `env` on top of what Lambda sets, its DynamoDB at
+/// `endpoint`, and hand it one invocation, `payload`, queued before the
+/// process starts: spawn → first poll is its init, spawn → first response
+/// its init and its first invocation.
+async fn run_cold(bin: &Path, endpoint: &str, env: &[(&str, &str)], payload: Vec<u8>) -> Run {
     let api = RuntimeApi::start().await;
     let (reply, answered) = oneshot::channel();
     api.submit(Invocation {
         request_id: runtime_api::new_request_id(),
-        payload: Arc::new(serde_json::to_vec(event).expect("event json")),
+        payload: Arc::new(payload),
         deadline_ms: epoch_ms() + 300_000,
         reply,
     })
     .await;
-    let spawned = Instant::now();
-    let mut child: Child = Command::new(bin)
-        .env_clear()
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
         .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
-        .env("TABLE_NAME", table)
         .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "bench")
@@ -599,11 +626,16 @@ async fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -
         .env("AWS_LAMBDA_FUNCTION_NAME", "order-consumer")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let spawned = Instant::now();
+    let mut child: Child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("spawn the release binary");
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
     let reply = tokio::time::timeout(Duration::from_secs(300), answered)
         .await
         .expect("the function answered within 300 s")
@@ -619,15 +651,7 @@ async fn run_binary(bin: &Path, endpoint: &str, table: &str, event: &SqsEvent) -
             ..
         } => format!("invocation error {error_type}: {error_message}"),
     };
-    let peak_rss_kib = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0);
+    let peak_rss_kib = vm_hwm_kib(&child);
     let _ = child.kill();
     let _ = child.wait();
     Run {
@@ -728,10 +752,15 @@ enum Peer {
     Project,
     /// bench/powertools/handler.py under awslambdaric, from target/bench-venv.
     Powertools,
+    /// The order API's shipped (release) build, copied by `make bench`.
+    ProjectApi,
+    /// bench/powertools/api_handler.py under awslambdaric.
+    PowertoolsApi,
 }
 
 struct PeerSetup {
     bin: PathBuf,
+    api_bin: PathBuf,
     python: PathBuf,
     handler_dir: PathBuf,
 }
@@ -751,14 +780,30 @@ impl PeerSetup {
         table: &str,
         idempotency_table: &str,
     ) -> Child {
+        self.spawn_with(peer, api, endpoint, table, idempotency_table, &[])
+    }
+
+    /// [`PeerSetup::spawn`] with `env` on top.
+    fn spawn_with(
+        &self,
+        peer: Peer,
+        api: &RuntimeApi,
+        endpoint: &str,
+        table: &str,
+        idempotency_table: &str,
+        env: &[(&str, &str)],
+    ) -> Child {
+        let python = |handler: &str| {
+            let mut c = Command::new(&self.python);
+            c.args(["-m", "awslambdaric", handler])
+                .current_dir(&self.handler_dir);
+            c
+        };
         let mut cmd = match peer {
             Peer::Project => Command::new(&self.bin),
-            Peer::Powertools => {
-                let mut c = Command::new(&self.python);
-                c.args(["-m", "awslambdaric", "handler.handler"])
-                    .current_dir(&self.handler_dir);
-                c
-            }
+            Peer::Powertools => python("handler.handler"),
+            Peer::ProjectApi => Command::new(&self.api_bin),
+            Peer::PowertoolsApi => python("api_handler.handler"),
         };
         cmd.env_clear()
             .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
@@ -777,6 +822,7 @@ impl PeerSetup {
             .env("POWERTOOLS_SERVICE_NAME", "order-consumer")
             // Keep handler.py's bytecode out of the source tree.
             .env("PYTHONDONTWRITEBYTECODE", "1")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -789,6 +835,8 @@ impl Peer {
         match self {
             Peer::Project => "order-consumer",
             Peer::Powertools => "Powertools (Python)",
+            Peer::ProjectApi => "order-api",
+            Peer::PowertoolsApi => "Powertools `@idempotent` (Python)",
         }
     }
 }
@@ -796,6 +844,21 @@ impl Peer {
 /// Hand `payload` to `api`; Ok when every record was acknowledged, else
 /// what the function answered.
 async fn invoke_acked(api: &RuntimeApi, payload: Arc<Vec<u8>>) -> Result<(), String> {
+    let body = invoke(api, payload).await?;
+    match serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["batchItemFailures"].as_array().map(Vec::len))
+    {
+        Some(0) => Ok(()),
+        _ => Err(format!(
+            "not every record acked: {:.300}",
+            String::from_utf8_lossy(&body)
+        )),
+    }
+}
+
+/// Hand `payload` to `api`; the function's answer, or why there is none.
+async fn invoke(api: &RuntimeApi, payload: Arc<Vec<u8>>) -> Result<Vec<u8>, String> {
     let (reply, answered) = oneshot::channel();
     api.submit(Invocation {
         request_id: runtime_api::new_request_id(),
@@ -805,16 +868,7 @@ async fn invoke_acked(api: &RuntimeApi, payload: Arc<Vec<u8>>) -> Result<(), Str
     })
     .await;
     match tokio::time::timeout(Duration::from_secs(300), answered).await {
-        Ok(Ok(Reply::Response { body, .. })) => {
-            let text = String::from_utf8_lossy(&body);
-            match serde_json::from_slice::<Value>(&body)
-                .ok()
-                .and_then(|v| v["batchItemFailures"].as_array().map(Vec::len))
-            {
-                Some(0) => Ok(()),
-                _ => Err(format!("not every record acked: {text:.300}")),
-            }
-        }
+        Ok(Ok(Reply::Response { body, .. })) => Ok(body.to_vec()),
         Ok(Ok(Reply::Error {
             error_type,
             error_message,
@@ -861,16 +915,46 @@ fn stop(mut child: Child) {
 /// first-time messages, one at a time (as Lambda feeds one environment),
 /// and its peak RSS at the end.
 async fn peer_rate(s: &PeerSetup, peer: Peer, batch: usize) -> Result<(f64, u64), String> {
-    let db = TestDb::new().await;
-    let idem = db.extra_table("idempotency", "id").await;
-    let api = RuntimeApi::start().await;
-    let child = s.spawn(peer, &api, db.endpoint(), &db.table, &idem);
     let n = PEER_MESSAGES.max(batch);
     let work = payloads(&lifecycle_bodies(n, &format!("t{batch}")), batch);
+    peer_rate_of(s, peer, &work, n, None, &[]).await
+}
+
+/// [`peer_rate`] of `work` (`n` messages), with every DynamoDB request
+/// `latency_ms` late (through the fault proxy) when given, and `env` on top
+/// of the peer's environment.
+async fn peer_rate_of(
+    s: &PeerSetup,
+    peer: Peer,
+    work: &[Arc<Vec<u8>>],
+    n: usize,
+    latency_ms: Option<u64>,
+    env: &[(&str, &str)],
+) -> Result<(f64, u64), String> {
+    use order_consumer::testing::proxy::{Fault, FaultProxy};
+    let db = TestDb::new().await;
+    let idem = db.extra_table("idempotency", "id").await;
+    let proxy = match latency_ms {
+        Some(ms) => {
+            let proxy = FaultProxy::start(db.endpoint(), 0).await;
+            proxy.set(
+                Fault::Latency {
+                    before_ms: (ms, ms),
+                    after_ms: (0, 0),
+                },
+                1.0,
+            );
+            Some(proxy)
+        }
+        None => None,
+    };
+    let endpoint = proxy.as_ref().map_or(db.endpoint().to_owned(), |p| p.url());
+    let api = RuntimeApi::start().await;
+    let child = s.spawn_with(peer, &api, &endpoint, &db.table, &idem, env);
     let result = async {
         invoke_acked(&api, warm_payload("rate")).await?;
         let t = Instant::now();
-        for p in &work {
+        for p in work {
             invoke_acked(&api, p.clone()).await?;
         }
         Ok::<_, String>(n as f64 / t.elapsed().as_secs_f64())
@@ -959,22 +1043,19 @@ async fn peer_requests(s: &PeerSetup, peer: Peer) -> Result<[f64; 3], String> {
     Ok(figures)
 }
 
-fn ratio(a: f64, b: f64) -> String {
-    if b == 0.0 {
-        "n/a".into()
-    } else {
-        format!("{:.2}x", a / b)
+fn peer_setup() -> PeerSetup {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    PeerSetup {
+        bin: PathBuf::from(env!("CARGO_BIN_EXE_order-consumer")),
+        api_bin: root.join("target/bench-bins/order-api"),
+        python: root.join("target/bench-venv/bin/python"),
+        handler_dir: root.join("bench/powertools"),
     }
 }
 
-async fn peer_figures(r: &mut Report) -> Result<(), String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let s = PeerSetup {
-        bin: PathBuf::from(env!("CARGO_BIN_EXE_order-consumer")),
-        python: root.join("target/bench-venv/bin/python"),
-        handler_dir: root.join("bench/powertools"),
-    };
-    r.line("\n### Against Powertools for AWS Lambda (Python): same harness, same local DynamoDB, same run\n");
+/// The baseline's Python and package versions; Err (and a line in the
+/// report) when its venv is missing.
+fn powertools_versions(s: &PeerSetup, r: &mut Report) -> Result<String, String> {
     let versions = Command::new(&s.python)
         .args([
             "-c",
@@ -998,6 +1079,22 @@ async fn peer_figures(r: &mut Report) -> Result<(), String> {
             return Err(why);
         }
     };
+    Ok(versions)
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b == 0.0 {
+        "n/a".into()
+    } else {
+        format!("{:.2}x", a / b)
+    }
+}
+
+async fn peer_figures(r: &mut Report) -> Result<(), String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let s = peer_setup();
+    r.line("\n### Against Powertools for AWS Lambda (Python): same harness, same local DynamoDB, same run\n");
+    let versions = powertools_versions(&s, r)?;
     r.line(format!(
         "order-consumer: the `bench` profile build. Powertools: bench/powertools/handler.py ({versions}), `BatchProcessor` + `@idempotent_function` on the eventId + one conditional UpdateItem, under `python -m awslambdaric`. Both poll a Runtime API emulator of their own and talk HTTP to dynoxide; each with its defaults (order-consumer applies a batch's orders concurrently, Powertools' BatchProcessor one record after another). Invocations one at a time, as Lambda feeds one environment; warm processes except for cold start.\n"
     ));

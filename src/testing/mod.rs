@@ -20,6 +20,7 @@
 #![allow(clippy::print_stderr)]
 
 pub mod demo;
+pub mod limits;
 pub mod tables;
 
 // What is not about orders lives in the library's test-support crate; the
