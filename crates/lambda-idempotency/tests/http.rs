@@ -358,6 +358,41 @@ async fn an_inner_5xx_or_error_gives_the_key_back() {
     assert_eq!(db.records().await.len(), 2, "only k and k2");
 }
 
+/// The service ran and answered, but its answer cannot be stored (a body
+/// over DynamoDB's 400 KB item limit, which dynoxide enforces): the key is
+/// kept, so the client's retry is held off (409) instead of running the
+/// effect a second time.
+#[tokio::test]
+async fn a_completion_that_fails_after_the_service_ran_keeps_the_key() {
+    let db = Db::new().await;
+    let calls = Arc::new(AtomicU64::new(0));
+    let counted = calls.clone();
+    let svc =
+        IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(service_fn(move |_req: Request| {
+            let calls = counted.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let r = Response::builder()
+                    .status(201)
+                    .header("content-type", "application/json")
+                    .body(Body::Text(format!("\"{}\"", "x".repeat(500 * 1024))))?;
+                Ok::<_, lambda_http::Error>(r)
+            }
+        }));
+    let r = send(&svc, request("POST", Some("big"), BODY, ALICE)).await;
+    assert!(r.status().is_server_error(), "{}", r.status());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let again = send(&svc, request("POST", Some("big"), BODY, ALICE)).await;
+    assert_eq!(
+        again.status(),
+        409,
+        "the key is still held: {}",
+        text(&again)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the effect ran once");
+    assert_eq!(db.records().await.len(), 1, "the claim is kept");
+}
+
 #[tokio::test]
 async fn the_transactional_form_commits_the_completion_with_the_effect() {
     let db = Db::new().await;

@@ -516,13 +516,12 @@ impl Config {
             let stored = StoredResponse::of(&response, &self.stored_headers);
             match cut(cutoff, self.store.complete(&held.claim(), &stored.encode())).await {
                 Ok(()) => {}
-                Err(StoreError::DeadlineExceeded) => {
-                    return Ok(self.store_problem(&StoreError::DeadlineExceeded));
-                }
-                Err(e) => {
-                    self.release(&held).await;
-                    return Ok(self.store_problem(&e));
-                }
+                // The service has run: its effect may be committed. Giving
+                // the key back would let the client's retry run it again at
+                // once; kept, the key answers 409 until its lease ends (as
+                // `Idempotent` keeps a claim whose completion failed). Only
+                // the transactional form closes this window.
+                Err(e) => return Ok(self.store_problem(&e)),
             }
         }
         response.headers_mut().insert(
