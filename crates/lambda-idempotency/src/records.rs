@@ -342,6 +342,9 @@ impl MessageRecord for SqsMessage {
 /// [`KinesisMessage::data`] says why it has no data: the handler's parse
 /// fails, the record is `Invalid`, and its partition key's later records
 /// wait behind it (strict order), as for any record that does not parse.
+/// Lambda resumes the shard at the lowest sequence number answered, so the
+/// records after it, of every key, come back with the retry as duplicates
+/// until the record is acknowledged or Lambda's retry or age limit ends.
 #[cfg(feature = "kinesis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
 #[derive(Debug, Clone, PartialEq, Eq)]
