@@ -336,7 +336,20 @@ async fn an_inner_5xx_or_error_gives_the_key_back() {
     let r = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
     assert_eq!(r.status(), 201, "{}", text(&r));
     assert_eq!(toy.calls(), 2);
-    // A 4xx of the service is its answer: stored and replayed.
+    // A 429 or 408 asks the client to come back: not stored, the key is
+    // given back and the retry runs again.
+    for status in [429, 408] {
+        toy.answer(status);
+        let key = format!("busy-{status}");
+        let r = send(&svc, request("POST", Some(&key), BODY, ALICE)).await;
+        assert_eq!(r.status().as_u16(), status);
+        toy.answer(201);
+        let r = send(&svc, request("POST", Some(&key), BODY, ALICE)).await;
+        assert_eq!(r.status(), 201, "{status}: the retry ran: {}", text(&r));
+        assert_eq!(header(&r, "idempotent-replayed"), None);
+    }
+    let records_before_k2 = db.records().await.len();
+    // Another 4xx of the service is its answer: stored and replayed.
     toy.answer(402);
     let first = send(&svc, request("POST", Some("k2"), BODY, ALICE)).await;
     toy.answer(201);
@@ -355,7 +368,11 @@ async fn an_inner_5xx_or_error_gives_the_key_back() {
         .oneshot(request("POST", Some("k3"), BODY, ALICE))
         .await;
     assert!(r.is_err());
-    assert_eq!(db.records().await.len(), 2, "only k and k2");
+    assert_eq!(
+        db.records().await.len(),
+        records_before_k2 + 1,
+        "k, the two retried keys and k2; not k3"
+    );
 }
 
 /// The service ran and answered, but its answer cannot be stored (a body

@@ -10,8 +10,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::TransactWriteItem;
-use lambda_http::http::Method;
 use lambda_http::http::header::{HeaderName, HeaderValue};
+use lambda_http::http::{Method, StatusCode};
 use lambda_http::tower::{Layer, Service};
 use lambda_http::{Body, Request, RequestExt, Response};
 use sha2::{Digest, Sha256};
@@ -508,8 +508,14 @@ impl Config {
         if committed {
             // The transactional form: the inner service wrote the
             // completion with its own write.
-        } else if response.status().is_server_error() {
-            // Nothing to replay: give the key back so a retry runs again.
+        } else if response.status().is_server_error()
+            || response.status() == StatusCode::TOO_MANY_REQUESTS
+            || response.status() == StatusCode::REQUEST_TIMEOUT
+        {
+            // Nothing to replay: a 5xx, or a 429/408 that asks the client
+            // to come back later. Stored, it would answer every retry of
+            // the key the same way until the key expires; given back, a
+            // retry runs again.
             self.release(&held).await;
             return Ok(response);
         } else {

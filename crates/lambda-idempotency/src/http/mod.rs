@@ -25,8 +25,9 @@
 //! - the stored response, **byte for byte** (status, the stored headers,
 //!   body), with `Idempotent-Replayed: true`, for a repeat of a completed
 //!   request: one DynamoDB request, no read.
-//! - otherwise the inner service's answer. A 5xx (or an error) gives the
-//!   key back (so a retry runs again); anything else is stored.
+//! - otherwise the inner service's answer. A 5xx, a 429 or a 408 (or an
+//!   error) gives the key back (so a retry runs again); anything else is
+//!   stored.
 //!
 //! The first answer and every replay carry `Idempotency-Expires` (RFC 3339):
 //! when the key may be reused. Errors are `application/problem+json`
