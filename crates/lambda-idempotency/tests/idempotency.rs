@@ -842,3 +842,64 @@ async fn a_completed_record_of_an_earlier_layout_replays_through_the_legacy_read
     };
     assert!(why.contains("`data`"), "{why}");
 }
+
+/// The expiry counts from the completion, not the claim: a call that ran
+/// ten minutes (by the clock passed in) still replays for the whole
+/// expiry after it completed.
+#[tokio::test]
+async fn the_expiry_counts_from_the_completion() {
+    let db = Db::new().await;
+    let start = epoch_ms();
+    let now = Arc::new(AtomicU64::new(start));
+    let clock = now.clone();
+    let f = wrapper(db.store(options())).clock(move || clock.load(Ordering::SeqCst));
+    let ran = now.clone();
+    f.call(charge("p1", 5), start + 30 * 60_000, move |c: Charge| {
+        ran.fetch_add(600_000, Ordering::SeqCst);
+        std::future::ready(Ok::<_, Declined>(Receipt {
+            reference: c.id,
+            replayed: false,
+        }))
+    })
+    .await
+    .unwrap();
+    let items = db.items().await;
+    assert_eq!(
+        text(&items[0], "expiration"),
+        ((start + 600_000) / 1000 + 3600).to_string()
+    );
+}
+
+/// A function that ends after its lease (the invocation's deadline) is
+/// still completed: nothing took the key meanwhile, the completion's
+/// condition (this attempt's in-progress claim) holds, so its output is
+/// recorded and the retry replays it instead of running it again. (The
+/// wrapper has no cutoff of its own: it always attempts the completion.)
+#[tokio::test]
+async fn a_function_that_ends_after_its_lease_is_still_completed() {
+    let db = Db::new().await;
+    let card = Card::default();
+    let f = wrapper(db.store(options()));
+    let runs = card.runs.clone();
+    let r = f
+        .call(
+            charge("p1", 5),
+            epoch_ms() + 200,
+            move |c: Charge| async move {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok::<_, Declined>(Receipt {
+                    reference: format!("{}-{n}", c.id),
+                    replayed: false,
+                })
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.reference, "p1-1");
+    let again = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((again.reference.as_str(), card.runs()), ("p1-1", 1));
+}

@@ -372,8 +372,15 @@ where
             self.store.release(&claim).await;
             return Err(IdempotencyError::Json("the output"));
         };
+        // The expiry counts from now, when the output is stored, not from
+        // the claim: a call that ran long still replays for the whole
+        // expiry.
+        let completed = Claim {
+            now_ms: (self.clock)(),
+            ..claim
+        };
         self.store
-            .complete(&claim, &text)
+            .complete(&completed, &text)
             .await
             .map_err(IdempotencyError::Store)?;
         Ok(output)

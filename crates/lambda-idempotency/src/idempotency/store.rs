@@ -203,7 +203,10 @@ pub struct Claim<'a> {
     /// Another call with the key may take it over after this.
     pub lease_until_ms: u64,
     /// Epoch milliseconds: now, by the caller's clock (expiry is decided
-    /// from it).
+    /// from it). For [`IdempotencyStore::complete`] and
+    /// [`IdempotencyStore::completion`], the time the output is stored:
+    /// the key's expiry counts from it ([`IdempotencyStore::expires_at`]),
+    /// so pass the claim with `now_ms` set anew, not the claim's own time.
     pub now_ms: u64,
 }
 
@@ -306,9 +309,13 @@ impl IdempotencyStore {
         }
     }
 
-    /// Epoch seconds at which a record claimed or completed at `now_ms`
-    /// expires.
-    fn expires_at(&self, now_ms: u64) -> u64 {
+    /// Epoch seconds at which a key whose output is stored at `now_ms`
+    /// (epoch milliseconds) expires: the one formula for the expiry, which
+    /// counts from the completion (a call that ran for minutes still
+    /// replays for the whole expiry), also what a caller publishes (the
+    /// HTTP layer's `Idempotency-Expires`). A claim's record lives at
+    /// least as long, from the claim.
+    pub fn expires_at(&self, now_ms: u64) -> u64 {
         (now_ms / 1000).saturating_add(self.options.expiry.as_secs())
     }
 
@@ -384,7 +391,8 @@ impl IdempotencyStore {
     }
 
     /// Complete this attempt's claim with `output`, to be replayed until
-    /// the expiry. Only this attempt's in-progress claim is completed: a
+    /// the expiry, counted from `c.now_ms` (set it to the completion's
+    /// time: [`Claim::now_ms`]). Only this attempt's in-progress claim is completed: a
     /// claim that was lost (its lease ran out and another call took the
     /// key) is [`StoreError::InconsistentRefusal`]. A completion whose
     /// answer was lost and that the SDK sent again finds its own completed
