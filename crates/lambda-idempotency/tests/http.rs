@@ -52,7 +52,7 @@ impl Db {
 
     fn store_with(&self, client: Client) -> IdempotencyStore {
         let table = IdempotencyTable::new(self.table.clone()).expect("a valid name");
-        IdempotencyStore::new(client, table, IdempotencyOptions::default())
+        IdempotencyStore::new(client, table, IdempotencyOptions::default()).expect("valid options")
     }
 
     async fn records(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
@@ -608,4 +608,28 @@ async fn a_service_that_ends_after_the_cutoff_is_still_completed() {
     assert_eq!(again.status(), 201, "{}", text(&again));
     assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Absurd but well-typed values (a `Deadline` at the end of time, an
+/// expiry of `Duration::MAX`) are served, not a panic in the deadline or
+/// expiry arithmetic.
+#[tokio::test]
+async fn absurd_deadlines_and_expiries_do_not_panic() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let store = db
+        .store()
+        .with_options(IdempotencyOptions {
+            expiry: Duration::MAX,
+            ..IdempotencyOptions::default()
+        })
+        .expect("a long expiry is valid");
+    let svc = IdempotencyLayer::new(store, AuthMode::Iam).layer(toy.service());
+    for _ in 0..2 {
+        let mut req = request("POST", Some("k"), BODY, ALICE);
+        req.extensions_mut().insert(Deadline(u64::MAX));
+        let r = send(&svc, req).await;
+        assert_eq!(r.status(), 201, "{}", text(&r));
+    }
+    assert_eq!(toy.calls(), 1);
 }

@@ -66,7 +66,7 @@
 //! # async fn run() -> Result<(), Error> {
 //! let client = lambda_idempotency::bootstrap::dynamodb_client().await;
 //! let table = IdempotencyTable::new("idempotency")?;
-//! let store = IdempotencyStore::new(client, table, IdempotencyOptions::default());
+//! let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
 //! let layer = IdempotencyLayer::new(store, AuthMode::Iam)
 //!     .problem_prefix("urn:payments:problem:");
 //! let payments = service_fn(|_req: Request| async {

@@ -184,6 +184,21 @@ impl Default for IdempotencyOptions {
     }
 }
 
+impl IdempotencyOptions {
+    /// Refuse options that leave the store unusable: an expiry under a
+    /// second (stored in whole seconds, it is none: every key would expire
+    /// as it completes, and every repeat would run again).
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.expiry < Duration::from_secs(1) {
+            return Err(invalid(
+                "expiry",
+                "at least 1 second: a key that expires as it completes replays nothing",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A claim to make, complete or release: the key, the payload's
 /// fingerprint, who claims it and until when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,8 +250,10 @@ pub enum TransactError {
 pub type LegacyOutput = fn(&Item) -> Result<String, StoreError>;
 
 /// The idempotency records of one table: claims, completions, releases.
-/// Cheap to clone (the client and the cache are shared).
-#[derive(Debug, Clone)]
+/// Cheap to clone (the client and the cache are shared). Its `Debug`
+/// shows the table, the options and the cache's size, never a cached
+/// output (user data).
+#[derive(Clone)]
 pub struct IdempotencyStore {
     client: Client,
     table: Arc<IdempotencyTable>,
@@ -245,19 +262,38 @@ pub struct IdempotencyStore {
     legacy: Option<LegacyOutput>,
 }
 
+impl std::fmt::Debug for IdempotencyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the client (its whole configuration, pages of it), nor the
+        // cache's entries (user data): the cache's Debug is its size.
+        f.debug_struct("IdempotencyStore")
+            .field("table", &self.table)
+            .field("options", &self.options)
+            .field("cache", &*self.cache())
+            .field("legacy_output", &self.legacy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl IdempotencyStore {
     /// The store of `table`, written with `client` (built with
     /// [`crate::dynamo::retry_config`] and its timeouts, or
-    /// `bootstrap::dynamodb_client`).
-    pub fn new(client: Client, table: IdempotencyTable, options: IdempotencyOptions) -> Self {
+    /// `bootstrap::dynamodb_client`). Errors: options that leave the
+    /// store unusable (an expiry under a second).
+    pub fn new(
+        client: Client,
+        table: IdempotencyTable,
+        options: IdempotencyOptions,
+    ) -> Result<Self, ConfigError> {
+        options.check()?;
         let cache = Arc::new(Mutex::new(Cache::new(options.cache_bytes)));
-        IdempotencyStore {
+        Ok(IdempotencyStore {
             client,
             table: Arc::new(table),
             options: Arc::new(options),
             cache,
             legacy: None,
-        }
+        })
     }
 
     /// The same store, reading a completed record that has no `data`
@@ -285,8 +321,14 @@ impl IdempotencyStore {
 
     /// The same store (client, table) with other options. The cache is
     /// shared with this store's unless `cache_bytes` differs: then it is a
-    /// new one of that size.
-    pub fn with_options(&self, options: IdempotencyOptions) -> Self {
+    /// new one of that size. Errors: as [`Self::new`].
+    pub fn with_options(&self, options: IdempotencyOptions) -> Result<Self, ConfigError> {
+        options.check()?;
+        Ok(self.reconfigured(options))
+    }
+
+    /// [`Self::with_options`] for options already checked.
+    pub(super) fn reconfigured(&self, options: IdempotencyOptions) -> Self {
         let cache = if options.cache_bytes == self.options.cache_bytes {
             self.cache.clone()
         } else {
