@@ -341,8 +341,10 @@ impl HttpClaim {
 pub fn cutoff(deadline_ms: u64, margin: Duration) -> tokio::time::Instant {
     let left = Duration::from_millis(deadline_ms.saturating_sub(epoch_ms())).saturating_sub(margin);
     let now = tokio::time::Instant::now();
-    // An absurd deadline (a `Deadline(u64::MAX)`) is beyond what an
-    // Instant can hold: no cutoff before the lease's longest end then.
+    // `Instant + Duration` panics on overflow: an absurd deadline (a
+    // `Deadline(u64::MAX)`, some 584 million years) may be beyond what an
+    // Instant holds on some platform; then no cutoff before the lease's
+    // longest end.
     now.checked_add(left)
         .or_else(|| now.checked_add(MAX_LEASE))
         .unwrap_or(now)
