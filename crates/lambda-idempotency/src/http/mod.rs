@@ -46,16 +46,13 @@
 //! # Layout
 //!
 //! `key` (the header), `scope` (the caller, the record key), `problem`
-//! (problem+json), `stored` (the stored response), `layer` (the layer and
-//! its service). This module uses `idempotency`, `batch` (the deadline),
+//! (problem+json), `stored` (the stored response), `body` (any response
+//! body, collected), `layer` (the layer and its service). This module uses `idempotency`, `batch` (the deadline),
 //! `time` and `error`; no module uses it.
 //!
 //! # Example
 //!
-//! A plain tower service behind the layer. (An axum `Router` answers
-//! `Response<axum::body::Body>`, not `lambda_http`'s `Body`: it needs an
-//! adapter that collects the body first, which this module does not
-//! provide yet.)
+//! A plain tower service behind the layer:
 //!
 //! ```no_run
 //! use lambda_idempotency::http::{AuthMode, IdempotencyLayer};
@@ -76,13 +73,45 @@
 //! lambda_http::run(layer.layer(payments)).await
 //! # }
 //! ```
+//!
+//! # axum, and any other response body
+//!
+//! An axum `Router` answers `Response<axum::body::Body>`, not
+//! `lambda_http`'s `Body`. [`IdempotencyLayer::collecting`] wraps it in
+//! [`CollectBody`], which reads any `http_body::Body` into memory, up to
+//! [`IdempotencyLayer::max_response_bytes`] for a response the layer stores
+//! (default [`DEFAULT_MAX_RESPONSE_BYTES`]) and [`MAX_PASS_THROUGH_BYTES`]
+//! for any other, and sends it as text or binary by `lambda_http`'s own
+//! rules. A longer body is not read further: the answer is a 500 problem,
+//! and the key is kept until its lease ends (the router ran). This crate
+//! does not depend on axum.
+//!
+//! ```no_run
+//! use axum::routing::post;
+//! use lambda_idempotency::http::{AuthMode, IdempotencyLayer};
+//! use lambda_idempotency::idempotency::{IdempotencyOptions, IdempotencyStore, IdempotencyTable};
+//!
+//! # async fn run() -> Result<(), lambda_http::Error> {
+//! # let client = lambda_idempotency::bootstrap::dynamodb_client().await;
+//! # let table = IdempotencyTable::new("idempotency")?;
+//! # let store = IdempotencyStore::new(client, table, IdempotencyOptions::default());
+//! async fn pay(body: String) -> (axum::http::StatusCode, String) {
+//!     (axum::http::StatusCode::CREATED, format!("{{\"paid\":{}}}", body.len()))
+//! }
+//! let app = axum::Router::new().route("/payments", post(pay));
+//! let layer = IdempotencyLayer::new(store, AuthMode::Iam).max_response_bytes(64 * 1024);
+//! lambda_http::run(layer.collecting(app)).await
+//! # }
+//! ```
 
+mod body;
 mod key;
 mod layer;
 mod problem;
 mod scope;
 mod stored;
 
+pub use body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, MAX_PASS_THROUGH_BYTES};
 pub use key::{IDEMPOTENCY_KEY, KeyError, MAX_KEY_CHARS, key_of, parse_key};
 pub use layer::{
     Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_STORED_HEADERS, Deadline,
