@@ -208,4 +208,41 @@ mod tests {
             super::super::problem::PROBLEM_JSON
         );
     }
+
+    /// A body whose stream fails at once.
+    struct Broken;
+
+    impl http_body::Body for Broken {
+        type Data = &'static [u8];
+        type Error = std::io::Error;
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+            Poll::Ready(Some(Err(std::io::Error::other("the stream broke"))))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_fails_is_a_problem_that_does_not_echo_it() {
+        let svc = service_fn(|_req: Request| async {
+            Ok::<_, lambda_http::Error>(Response::new(Broken))
+        });
+        let r = CollectBody::new(svc, 64)
+            .oneshot(Request::default())
+            .await
+            .expect("answers");
+        assert_eq!(r.status(), 500);
+        assert_eq!(
+            r.extensions().get::<Uncollected>(),
+            Some(&Uncollected::Failed)
+        );
+        let Body::Text(text) = r.body() else {
+            panic!("a problem body");
+        };
+        assert!(
+            text.contains("could not be read") && !text.contains("broke"),
+            "{text}"
+        );
+    }
 }
