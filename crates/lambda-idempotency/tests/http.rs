@@ -13,8 +13,8 @@ use lambda_http::http::{HeaderValue, Method};
 use lambda_http::tower::{Layer, Service, ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
 use lambda_idempotency::http::{
-    AuthMode, Committed, HttpClaim, IdempotencyLayer, Scope, StoredResponse, body_fingerprint,
-    record_key,
+    AuthMode, Committed, Deadline, HttpClaim, IdempotencyLayer, Scope, StoredResponse,
+    body_fingerprint, record_key,
 };
 use lambda_idempotency::idempotency::{
     Claim, Claimed, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
@@ -52,7 +52,7 @@ impl Db {
 
     fn store_with(&self, client: Client) -> IdempotencyStore {
         let table = IdempotencyTable::new(self.table.clone()).expect("a valid name");
-        IdempotencyStore::new(client, table, IdempotencyOptions::default())
+        IdempotencyStore::new(client, table, IdempotencyOptions::default()).expect("valid options")
     }
 
     async fn records(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
@@ -111,6 +111,17 @@ impl Toy {
 /// An API Gateway HTTP API (payload 2.0) request, as `lambda_http` reads
 /// it, from the IAM user `caller` (none: no authorizer).
 fn request(method: &str, key: Option<&str>, body: &str, caller: Option<&str>) -> Request {
+    request_to(method, "/things", key, body, caller)
+}
+
+/// [`request`] to `path`.
+fn request_to(
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: &str,
+    caller: Option<&str>,
+) -> Request {
     let mut headers = serde_json::Map::new();
     headers.insert("content-type".into(), json!("application/json"));
     if let Some(k) = key {
@@ -120,7 +131,7 @@ fn request(method: &str, key: Option<&str>, body: &str, caller: Option<&str>) ->
         "accountId": "123456789012", "apiId": "abc", "domainName": "abc.example",
         "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
         "time": "02/Dec/2026:04:00:00 +0000", "timeEpoch": 0,
-        "http": {"method": method, "path": "/things", "protocol": "HTTP/1.1",
+        "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
                  "sourceIp": "192.0.2.1", "userAgent": "test"},
     });
     if let Some(arn) = caller {
@@ -128,7 +139,7 @@ fn request(method: &str, key: Option<&str>, body: &str, caller: Option<&str>) ->
             "callerId": "AIDA", "principalOrgId": null, "userArn": arn, "userId": "AIDA"}});
     }
     let ev = json!({
-        "version": "2.0", "routeKey": "$default", "rawPath": "/things", "rawQueryString": "",
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
         "headers": headers, "requestContext": context, "isBase64Encoded": false, "body": body,
     });
     lambda_http::request::from_str(&ev.to_string()).expect("an HTTP API event")
@@ -456,7 +467,11 @@ async fn the_transactional_form_commits_the_completion_with_the_effect() {
     let svc = IdempotencyLayer::new(store, AuthMode::Iam).layer(inner);
     let first = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
     assert_eq!(first.status(), 201, "{}", text(&first));
-    assert!(header(&first, "idempotency-expires").is_some());
+    assert_eq!(
+        header(&first, "idempotency-expires"),
+        Some(stored_expiry(&db).await.as_str()),
+        "the expiry the transaction wrote, published"
+    );
     assert_eq!(
         counter.get(),
         2,
@@ -563,4 +578,155 @@ async fn an_axum_answer_over_the_limit_is_500_and_keeps_the_key() {
     *get.uri_mut() = "/things".parse().expect("a path");
     let r = send(&svc, get).await;
     assert_eq!(r.status(), 405, "the router's own answer");
+}
+
+/// The one record's expiry, as `Idempotency-Expires` publishes it.
+async fn stored_expiry(db: &Db) -> String {
+    let stored = db.records().await;
+    assert_eq!(stored.len(), 1);
+    let exp: u64 = stored[0]["expiration"]
+        .as_n()
+        .expect("a number")
+        .parse()
+        .expect("epoch seconds");
+    lambda_idempotency::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(exp))
+}
+
+/// A key is one request: reused on another path or method (same caller,
+/// same body) it is 422, never the other route's stored answer; the
+/// route it was first used on still replays.
+#[tokio::test]
+async fn a_key_reused_on_another_method_or_path_is_422() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let first = send(&svc, request_to("POST", "/orders", Some("k"), BODY, ALICE)).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    for (method, path) in [("POST", "/refunds"), ("PATCH", "/orders")] {
+        let r = send(&svc, request_to(method, path, Some("k"), BODY, ALICE)).await;
+        assert_eq!(r.status(), 422, "{method} {path}: {}", text(&r));
+        assert!(problem_type(&r).ends_with(":idempotency-key-reused"));
+        assert!(!text(&r).contains("/orders"));
+    }
+    let again = send(&svc, request_to("POST", "/orders", Some("k"), BODY, ALICE)).await;
+    assert_eq!(again.body(), first.body());
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(toy.calls(), 1);
+}
+
+/// Two bodies that differ only beyond an f64's precision are two payloads:
+/// the second is 422, not the first one's answer.
+#[tokio::test]
+async fn a_body_that_differs_only_beyond_f64_precision_is_another_payload() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let first = r#"{"item":"book","price":0.1000000000000000001}"#;
+    let r = send(&svc, request("POST", Some("k"), first, ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    let other = r#"{"item":"book","price":0.1}"#;
+    let r = send(&svc, request("POST", Some("k"), other, ALICE)).await;
+    assert_eq!(r.status(), 422, "{}", text(&r));
+    assert_eq!(toy.calls(), 1);
+}
+
+/// A service that answers slowly: its response's expiry counts from the
+/// completion, not from the claim, and the header publishes exactly the
+/// stored expiry.
+#[tokio::test]
+async fn the_expiry_counts_from_the_completion_and_is_published_as_stored() {
+    let db = Db::new().await;
+    let ended = Arc::new(AtomicU64::new(0));
+    let end = ended.clone();
+    let svc =
+        IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(service_fn(move |_req: Request| {
+            let end = end.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1_100)).await;
+                end.store(epoch_ms(), Ordering::SeqCst);
+                Ok::<_, lambda_http::Error>(
+                    Response::builder()
+                        .status(201)
+                        .body(Body::Text("{}".into()))?,
+                )
+            }
+        }));
+    let r = send(&svc, request("POST", Some("slow"), BODY, ALICE)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    let stored = db.records().await;
+    let exp: u64 = stored[0]["expiration"]
+        .as_n()
+        .expect("a number")
+        .parse()
+        .expect("epoch seconds");
+    assert!(
+        exp >= ended.load(Ordering::SeqCst) / 1000 + 3600,
+        "the expiry counts from the completion"
+    );
+    assert_eq!(
+        header(&r, "idempotency-expires"),
+        Some(stored_expiry(&db).await.as_str())
+    );
+}
+
+/// The service ends after the cutoff (the deadline less the margin) but
+/// before the deadline: its effect ran, so the completion is still
+/// attempted, and the retry replays instead of running it again once the
+/// lease ends.
+#[tokio::test]
+async fn a_service_that_ends_after_the_cutoff_is_still_completed() {
+    let db = Db::new().await;
+    let calls = Arc::new(AtomicU64::new(0));
+    let counted = calls.clone();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .deadline_margin(Duration::from_millis(1_500))
+        .layer(service_fn(move |_req: Request| {
+            let calls = counted.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                Ok::<_, lambda_http::Error>(
+                    Response::builder()
+                        .status(201)
+                        .body(Body::Text("{\"late\":true}".into()))?,
+                )
+            }
+        }));
+    let with_deadline = |ms: u64| {
+        let mut req = request("POST", Some("late"), BODY, ALICE);
+        req.extensions_mut().insert(Deadline(epoch_ms() + ms));
+        req
+    };
+    let r = send(&svc, with_deadline(2_000)).await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    // After the first's lease (its deadline): replayed, not run again.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let again = send(&svc, with_deadline(5_000)).await;
+    assert_eq!(again.status(), 201, "{}", text(&again));
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Absurd but well-typed values (a `Deadline` at the end of time, an
+/// expiry of `Duration::MAX`) are served, not a panic in the deadline or
+/// expiry arithmetic.
+#[tokio::test]
+async fn absurd_deadlines_and_expiries_do_not_panic() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let store = db
+        .store()
+        .with_options(IdempotencyOptions {
+            expiry: Duration::MAX,
+            ..IdempotencyOptions::default()
+        })
+        .expect("a long expiry is valid");
+    let svc = IdempotencyLayer::new(store, AuthMode::Iam).layer(toy.service());
+    for _ in 0..2 {
+        let mut req = request("POST", Some("k"), BODY, ALICE);
+        req.extensions_mut().insert(Deadline(u64::MAX));
+        let r = send(&svc, req).await;
+        assert_eq!(r.status(), 201, "{}", text(&r));
+    }
+    assert_eq!(toy.calls(), 1);
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use lambda_idempotency::ConfigError;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::idempotency::{
     Claim, Claimed, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Refusal, Stored,
@@ -45,13 +46,14 @@ impl Db {
     }
 
     fn store(&self, options: IdempotencyOptions) -> IdempotencyStore {
-        IdempotencyStore::new(self.client.clone(), self.table.clone(), options)
+        IdempotencyStore::new(self.client.clone(), self.table.clone(), options).unwrap()
     }
 
     /// The store through a proxy to this database.
     async fn proxied(&self, options: IdempotencyOptions) -> (IdempotencyStore, FaultProxy) {
         let proxy = FaultProxy::start(&self.endpoint, 29).await;
-        let store = IdempotencyStore::new(client_for(&proxy.url()), self.table.clone(), options);
+        let store =
+            IdempotencyStore::new(client_for(&proxy.url()), self.table.clone(), options).unwrap();
         (store, proxy)
     }
 
@@ -279,10 +281,12 @@ async fn a_shared_table_keeps_each_functions_keys_apart() {
         key_prefix: Some("charge".into()),
         ..options()
     });
-    let refund = charge.with_options(IdempotencyOptions {
-        key_prefix: Some("refund".into()),
-        ..options()
-    });
+    let refund = charge
+        .with_options(IdempotencyOptions {
+            key_prefix: Some("refund".into()),
+            ..options()
+        })
+        .unwrap();
     let c = claim("k", "f", "a1", now);
     assert_eq!(charge.claim(&c).await, Ok(Claimed::Held));
     charge.complete(&c, "charged").await.unwrap();
@@ -502,7 +506,9 @@ async fn the_wrapped_function_runs_once_per_key_and_replays() {
 #[tokio::test]
 async fn a_concurrent_call_is_in_progress_with_when_to_retry() {
     let db = Db::new().await;
-    let f = wrapper(db.store(options())).max_lease(Duration::from_secs(20));
+    let f = wrapper(db.store(options()))
+        .max_lease(Duration::from_secs(20))
+        .unwrap();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let (finish_tx, finish_rx) = tokio::sync::oneshot::channel::<()>();
     let first = {
@@ -577,6 +583,7 @@ async fn an_expired_output_is_not_replayed() {
     let clock = now.clone();
     let f = wrapper(db.store(options()))
         .expiry(Duration::from_secs(60))
+        .unwrap()
         .clock(move || clock.load(Ordering::SeqCst));
     let lease = |now: &AtomicU64| now.load(Ordering::SeqCst) + 30_000;
     f.call(charge("p1", 5), lease(&now), card.charge())
@@ -815,10 +822,12 @@ async fn a_completed_record_of_an_earlier_layout_replays_through_the_legacy_read
 
     let store = db.store(options()).legacy_output(legacy_reader);
     // Through another options' store too (the expiry the caller sets later).
-    let later = store.with_options(IdempotencyOptions {
-        cache_bytes: 1 << 16,
-        ..options()
-    });
+    let later = store
+        .with_options(IdempotencyOptions {
+            cache_bytes: 1 << 16,
+            ..options()
+        })
+        .unwrap();
     for s in [&store, &later] {
         assert_eq!(
             s.claim(&claim("old", "f", "a2", now)).await,
@@ -841,4 +850,117 @@ async fn a_completed_record_of_an_earlier_layout_replays_through_the_legacy_read
         panic!("a `data` that is not a string read")
     };
     assert!(why.contains("`data`"), "{why}");
+}
+
+/// The expiry counts from the completion, not the claim: a call that ran
+/// ten minutes (by the clock passed in) still replays for the whole
+/// expiry after it completed.
+#[tokio::test]
+async fn the_expiry_counts_from_the_completion() {
+    let db = Db::new().await;
+    let start = epoch_ms();
+    let now = Arc::new(AtomicU64::new(start));
+    let clock = now.clone();
+    let f = wrapper(db.store(options())).clock(move || clock.load(Ordering::SeqCst));
+    let ran = now.clone();
+    f.call(charge("p1", 5), start + 30 * 60_000, move |c: Charge| {
+        ran.fetch_add(600_000, Ordering::SeqCst);
+        std::future::ready(Ok::<_, Declined>(Receipt {
+            reference: c.id,
+            replayed: false,
+        }))
+    })
+    .await
+    .unwrap();
+    let items = db.items().await;
+    assert_eq!(
+        text(&items[0], "expiration"),
+        ((start + 600_000) / 1000 + 3600).to_string()
+    );
+}
+
+/// A function that ends after its lease (the invocation's deadline) is
+/// still completed: nothing took the key meanwhile, the completion's
+/// condition (this attempt's in-progress claim) holds, so its output is
+/// recorded and the retry replays it instead of running it again. (The
+/// wrapper has no cutoff of its own: it always attempts the completion.)
+#[tokio::test]
+async fn a_function_that_ends_after_its_lease_is_still_completed() {
+    let db = Db::new().await;
+    let card = Card::default();
+    let f = wrapper(db.store(options()));
+    let runs = card.runs.clone();
+    let r = f
+        .call(
+            charge("p1", 5),
+            epoch_ms() + 200,
+            move |c: Charge| async move {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok::<_, Declined>(Receipt {
+                    reference: format!("{}-{n}", c.id),
+                    replayed: false,
+                })
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.reference, "p1-1");
+    let again = f
+        .call(charge("p1", 5), soon(), card.charge())
+        .await
+        .unwrap();
+    assert_eq!((again.reference.as_str(), card.runs()), ("p1-1", 1));
+}
+
+/// Options that would leave the store unusable are refused when it is
+/// built, with the option's name and what it needs (never a panic later);
+/// and no `Debug` shows a cached output (user data).
+#[tokio::test]
+async fn unusable_options_are_refused_and_debug_shows_no_output() {
+    let db = Db::new().await;
+    let zero = |expiry| IdempotencyOptions {
+        expiry,
+        ..options()
+    };
+    for bad in [Duration::ZERO, Duration::from_millis(999)] {
+        let Err(ConfigError::Invalid { var, .. }) =
+            IdempotencyStore::new(db.client.clone(), db.table.clone(), zero(bad))
+        else {
+            panic!("an expiry of {bad:?} accepted")
+        };
+        assert_eq!(var, "expiry");
+        assert!(db.store(options()).with_options(zero(bad)).is_err());
+        assert!(wrapper(db.store(options())).expiry(bad).is_err());
+    }
+    let Err(ConfigError::Invalid { var, .. }) =
+        wrapper(db.store(options())).max_lease(Duration::ZERO)
+    else {
+        panic!("a zero lease accepted")
+    };
+    assert_eq!(var, "max_lease");
+    // Absurd but usable: accepted, and no arithmetic overflows.
+    let card = Card::default();
+    let f = wrapper(db.store(options()))
+        .expiry(Duration::MAX)
+        .unwrap()
+        .max_lease(Duration::MAX)
+        .unwrap()
+        .cache_bytes(1 << 16);
+    let r = f
+        .call(charge("secret-id-77", 5), u64::MAX, card.charge())
+        .await
+        .unwrap();
+    assert_eq!(r.reference, "secret-id-77-1");
+    let again = f
+        .call(charge("secret-id-77", 5), u64::MAX, card.charge())
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.reference.as_str(), card.runs()),
+        ("secret-id-77-1", 1)
+    );
+    let shown = format!("{f:?} {:?}", f.store());
+    assert!(shown.contains("Cache"), "{shown}");
+    assert!(!shown.contains("secret-id"), "{shown}");
 }

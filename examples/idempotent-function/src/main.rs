@@ -15,11 +15,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let url = bootstrap::config(config::required(&env, "PROVIDER_URL")).await?;
     let provider = bootstrap::config(Provider::new(url)).await?;
     let table = bootstrap::config(IdempotencyTable::new(table)).await?;
-    let store = IdempotencyStore::new(
-        bootstrap::dynamodb_client().await,
-        table,
-        IdempotencyOptions::default(),
-    );
+    let client = bootstrap::dynamodb_client().await;
+    let options = IdempotencyOptions::default();
+    let store = bootstrap::config(IdempotencyStore::new(client, table, options)).await?;
     let charge = bootstrap::config(idempotent_charge(store)).await?;
     let (charge, provider) = (&charge, &provider);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| {

@@ -71,20 +71,26 @@ impl ApiStore {
             .key_attribute(KEY)?
             .ttl_attribute(TTL_ATTRIBUTE)?;
         Ok(ApiStore {
-            idempotency: IdempotencyStore::new(client, table, IdempotencyOptions::default())
+            idempotency: IdempotencyStore::new(client, table, IdempotencyOptions::default())?
                 .legacy_output(legacy_output),
             orders,
         })
     }
 
-    /// The same store, its keys answering for `secs` seconds.
+    /// The same store, its keys answering for `secs` seconds (at least
+    /// one: `IDEMPOTENCY_TTL_SECONDS` is read in 1..=31536000).
     pub fn with_expiry(&self, secs: u64) -> Self {
         let options = IdempotencyOptions {
-            expiry: std::time::Duration::from_secs(secs),
+            expiry: std::time::Duration::from_secs(secs.max(1)),
             ..self.idempotency.options().clone()
         };
         ApiStore {
-            idempotency: self.idempotency.with_options(options),
+            // At least a second: the one expiry the store refuses is
+            // shorter, so the fallback (the store as it is) never runs.
+            idempotency: self
+                .idempotency
+                .with_options(options)
+                .unwrap_or_else(|_| self.idempotency.clone()),
             orders: self.orders.clone(),
         }
     }

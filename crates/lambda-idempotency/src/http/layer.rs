@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -23,7 +24,7 @@ use super::scope::{AuthMode, Scope, record_key};
 use super::stored::StoredResponse;
 use crate::batch::deadline_epoch_ms;
 use crate::error::StoreError;
-use crate::idempotency::{Claim, Claimed, IdempotencyStore, Refusal, fingerprint};
+use crate::idempotency::{Claim, Claimed, IdempotencyStore, Refusal, hashed_key, json_fingerprint};
 use crate::time::{epoch_ms, rfc3339, unique_id};
 
 /// The header that publishes when a key expires (RFC 3339, UTC), on a
@@ -73,12 +74,13 @@ pub type FingerprintFn = dyn Fn(&Request) -> Result<String, Box<Response<Body>>>
 pub type ProblemFn = dyn Fn(ProblemKind, Problem) -> Problem + Send + Sync;
 
 /// The fingerprint of a request body unless configured: the canonical JSON
-/// ([`fingerprint`]) of a body that is JSON, so that key order and
-/// whitespace do not make another request; any other body by its bytes.
+/// of a body that is JSON ([`json_fingerprint`], exact in its numbers), so
+/// that key order and whitespace do not make another request; any other
+/// body by its bytes.
 pub fn body_fingerprint(req: &Request) -> Result<String, Box<Response<Body>>> {
     let bytes = req.body().as_ref();
-    match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(value) => Ok(fingerprint(&value)),
+    match json_fingerprint(bytes) {
+        Ok(fp) => Ok(fp),
         Err(_) => Ok(format!("bytes:{}", hex(&Sha256::digest(bytes)))),
     }
 }
@@ -252,6 +254,13 @@ pub struct HttpClaim {
     now_ms: u64,
     deadline_ms: u64,
     cutoff: tokio::time::Instant,
+    /// The request's method and path, hashed ([`route_of`]): stored with
+    /// the response, so that the key reused on another route is refused.
+    route: String,
+    /// Epoch milliseconds of the completion, once one is made (0 before):
+    /// shared by the clones, so that the layer publishes the expiry the
+    /// inner service's transactional completion wrote.
+    completed_at: Arc<AtomicU64>,
 }
 
 impl fmt::Debug for HttpClaim {
@@ -266,14 +275,33 @@ impl fmt::Debug for HttpClaim {
 }
 
 impl HttpClaim {
-    /// The claim, as the store takes it.
+    /// The claim, as the inner service completes it (the store's
+    /// `completion`, `transact`): its `now_ms` is the time of the first
+    /// call to this or to [`Self::completion`], when the output is stored,
+    /// from which the key's expiry counts; the layer publishes that expiry
+    /// ([`Self::expires_at`]). So call it when completing, not before.
     pub fn claim(&self) -> Claim<'_> {
+        let now_ms = match self.completed_at.compare_exchange(
+            0,
+            epoch_ms(),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            // Set by this call (the new value), or by an earlier one.
+            Ok(_) => self.completed_at.load(Ordering::SeqCst),
+            Err(at) => at,
+        };
+        self.at(now_ms)
+    }
+
+    /// The claim with `now_ms`.
+    fn at(&self, now_ms: u64) -> Claim<'_> {
         Claim {
             key: &self.key,
             fingerprint: &self.fingerprint,
             attempt: &self.attempt,
             lease_until_ms: self.lease_until_ms,
-            now_ms: self.now_ms,
+            now_ms,
         }
     }
 
@@ -297,10 +325,18 @@ impl HttpClaim {
         self.cutoff
     }
 
-    /// When the key expires once completed (epoch seconds): what the
-    /// store's completion writes, published in [`EXPIRES_HEADER`].
+    /// When the key expires once completed (epoch seconds), by the
+    /// store's one formula ([`IdempotencyStore::expires_at`]) from the
+    /// completion's time: once a completion was made (with [`Self::claim`],
+    /// [`Self::completion`] or by the layer), exactly the expiry it wrote,
+    /// which the layer publishes in [`EXPIRES_HEADER`]; before, that of a
+    /// completion now.
     pub fn expires_at(&self) -> u64 {
-        (self.now_ms / 1000).saturating_add(self.store.options().expiry.as_secs())
+        let at = match self.completed_at.load(Ordering::SeqCst) {
+            0 => epoch_ms(),
+            at => at,
+        };
+        self.store.expires_at(at)
     }
 
     /// The transactional form: the completion of this claim with
@@ -308,17 +344,34 @@ impl HttpClaim {
     /// `TransactWriteItems` beside its business write. Answer with
     /// [`Committed`] in the response's extensions once it committed, and
     /// with exactly `response` ([`StoredResponse::to_response`]), so the
-    /// first answer and its replays agree.
+    /// first answer and its replays agree. The request's route (method
+    /// and path) is stored with it, so that the key reused on another
+    /// route is refused (422); a completion built from [`Self::claim`]
+    /// with the store directly stores none, and replays on any route.
     pub fn completion(&self, response: &StoredResponse) -> Result<TransactWriteItem, StoreError> {
-        self.store.completion(&self.claim(), &response.encode())
+        self.store
+            .completion(&self.claim(), &response.encode_for(&self.route))
     }
 }
 
 /// When store calls stop for a request with `deadline_ms` (epoch
 /// milliseconds): `margin` before it.
 pub fn cutoff(deadline_ms: u64, margin: Duration) -> tokio::time::Instant {
-    let left = deadline_ms.saturating_sub(epoch_ms());
-    tokio::time::Instant::now() + Duration::from_millis(left).saturating_sub(margin)
+    let left = Duration::from_millis(deadline_ms.saturating_sub(epoch_ms())).saturating_sub(margin);
+    let now = tokio::time::Instant::now();
+    // An absurd deadline (a `Deadline(u64::MAX)`) is beyond what an
+    // Instant can hold: no cutoff before the lease's longest end then.
+    now.checked_add(left)
+        .or_else(|| now.checked_add(MAX_LEASE))
+        .unwrap_or(now)
+}
+
+/// A request's route for its key: its method and path, hashed. A key is
+/// one request (IETF httpapi draft): reused on another route it is
+/// refused (422) like one reused with another body, never answered with
+/// the other route's response.
+fn route_of(req: &Request) -> String {
+    hashed_key(&["route", req.method().as_str(), req.uri().path()])
 }
 
 /// Run a store call unless the cutoff has come, and stop waiting for it
@@ -410,7 +463,11 @@ impl Config {
     }
 
     fn expires(&self, expires_at: u64) -> HeaderValue {
-        let at = rfc3339(UNIX_EPOCH + Duration::from_secs(expires_at));
+        // An expiry beyond what SystemTime holds is not a time to publish.
+        let Some(at) = UNIX_EPOCH.checked_add(Duration::from_secs(expires_at)) else {
+            return HeaderValue::from_static("");
+        };
+        let at = rfc3339(at);
         // RFC 3339 is ASCII.
         HeaderValue::try_from(at).unwrap_or(HeaderValue::from_static(""))
     }
@@ -451,7 +508,7 @@ impl Config {
             Some(Deadline(ms)) => *ms,
             None => match req.lambda_context_ref() {
                 Some(cx) => deadline_epoch_ms(cx.deadline),
-                None => epoch_ms() + DEFAULT_BUDGET.as_millis() as u64,
+                None => epoch_ms().saturating_add(DEFAULT_BUDGET.as_millis() as u64),
             },
         };
         let now_ms = epoch_ms();
@@ -462,17 +519,30 @@ impl Config {
             scope,
             fingerprint: fp,
             attempt: unique_id(),
-            lease_until_ms: deadline_ms.clamp(now_ms.saturating_add(1), now_ms + max_lease),
+            lease_until_ms: deadline_ms.clamp(
+                now_ms.saturating_add(1),
+                now_ms.saturating_add(max_lease.max(1)),
+            ),
             now_ms,
             deadline_ms,
             cutoff: cutoff(deadline_ms, self.deadline_margin),
+            route: route_of(&req),
+            completed_at: Arc::new(AtomicU64::new(0)),
         };
         let cutoff = held.cutoff;
-        match cut(cutoff, self.store.claim(&held.claim())).await {
+        match cut(cutoff, self.store.claim(&held.at(held.now_ms))).await {
             Ok(Claimed::Held) => {}
             Ok(Claimed::Refused(Refusal::Completed(stored))) => {
-                return Ok(match StoredResponse::decode(&stored.output) {
-                    Ok(response) => {
+                return Ok(match StoredResponse::decode_routed(&stored.output) {
+                    // Completed on another route (a record without one was
+                    // written before routes were stored: it replays).
+                    Ok((_, Some(route))) if route != held.route => self
+                        .problem(
+                            ProblemKind::KeyReused,
+                            "this Idempotency-Key was used with another method or path; use a new key for a new request",
+                        )
+                        .into_response(),
+                    Ok((response, _)) => {
                         let mut r = response.to_response();
                         r.headers_mut()
                             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
@@ -545,7 +615,15 @@ impl Config {
             return Ok(response);
         } else {
             let stored = StoredResponse::of(&response, &self.stored_headers);
-            match cut(cutoff, self.store.complete(&held.claim(), &stored.encode())).await {
+            // Bounded by the deadline itself, not the cutoff: the effect
+            // ran, and an output left unrecorded lets the retry after the
+            // lease run it again. A completion that commits unseen at the
+            // deadline is still the retry's replay; the margin only served
+            // to answer in time.
+            let end = self::cutoff(held.deadline_ms, Duration::ZERO);
+            let completing = held.claim();
+            let output = stored.encode_for(&held.route);
+            match cut(end, self.store.complete(&completing, &output)).await {
                 Ok(()) => {}
                 // The service has run: its effect may be committed. Giving
                 // the key back would let the client's retry run it again at
@@ -566,7 +644,7 @@ impl Config {
     /// answer must not wait for it (the lease ends at the deadline anyway).
     async fn release(&self, held: &HttpClaim) {
         let release = async {
-            self.store.release(&held.claim()).await;
+            self.store.release(&held.at(held.now_ms)).await;
             Ok(())
         };
         let _ = cut(held.cutoff, release).await;

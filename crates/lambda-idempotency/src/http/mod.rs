@@ -83,7 +83,7 @@
 //! # let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
 //! # let counted = calls.clone();
 //! let table = IdempotencyTable::new("idempotency")?;
-//! let store = IdempotencyStore::new(client, table, IdempotencyOptions::default());
+//! let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
 //! let layer = IdempotencyLayer::new(store, AuthMode::Iam)
 //!     .problem_prefix("urn:payments:problem:");
 //! let payments = service_fn(move |_req: Request| {
@@ -129,7 +129,7 @@
 //! # let client = testing::client_for(&testing::start_dynoxide().await);
 //! # testing::create_table(&client, "idempotency", "id").await?;
 //! # let table = IdempotencyTable::new("idempotency")?;
-//! # let store = IdempotencyStore::new(client, table, IdempotencyOptions::default());
+//! # let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
 //! # let request = |key: &str| lambda_http::request::from_str(&serde_json::json!({
 //! #     "version": "2.0", "routeKey": "$default", "rawPath": "/payments", "rawQueryString": "",
 //! #     "headers": {"idempotency-key": key, "content-type": "application/json"},

@@ -48,6 +48,11 @@ struct Wire {
     text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     base64: Option<String>,
+    /// The hashed method and path the response answered (the layer's
+    /// route check); absent in what earlier builds stored, and ignored by
+    /// them (an unknown field), so a rollback still reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    route: Option<String>,
 }
 
 impl StoredResponse {
@@ -74,6 +79,15 @@ impl StoredResponse {
 
     /// What the store keeps (the `output` of the key's record).
     pub fn encode(&self) -> String {
+        self.encode_route(None)
+    }
+
+    /// [`Self::encode`], with the route (hashed method and path) it answered.
+    pub(super) fn encode_for(&self, route: &str) -> String {
+        self.encode_route(Some(route))
+    }
+
+    fn encode_route(&self, route: Option<&str>) -> String {
         let (text, base64) = match &self.body {
             StoredBody::Empty => (None, None),
             StoredBody::Text(t) => (Some(t.clone()), None),
@@ -85,6 +99,7 @@ impl StoredResponse {
             headers: self.headers.clone(),
             text,
             base64,
+            route: route.map(str::to_owned),
         };
         // Strings and numbers only: serialising cannot fail.
         serde_json::to_string(&wire).unwrap_or_default()
@@ -93,6 +108,11 @@ impl StoredResponse {
     /// Read what [`StoredResponse::encode`] wrote. The error names what is
     /// wrong, never a value.
     pub fn decode(output: &str) -> Result<Self, StoreError> {
+        Self::decode_routed(output).map(|(response, _)| response)
+    }
+
+    /// [`Self::decode`], with the route stored beside it, if any.
+    pub(super) fn decode_routed(output: &str) -> Result<(Self, Option<String>), StoreError> {
         let corrupt = |what: &str| StoreError::CorruptItem(format!("the stored response {what}"));
         let wire: Wire =
             serde_json::from_str(output).map_err(|_| corrupt("is not the layer's JSON"))?;
@@ -109,11 +129,14 @@ impl StoredResponse {
             ),
             (Some(_), Some(_)) => return Err(corrupt("has two bodies")),
         };
-        Ok(StoredResponse {
-            status: wire.status,
-            headers: wire.headers,
-            body,
-        })
+        Ok((
+            StoredResponse {
+                status: wire.status,
+                headers: wire.headers,
+                body,
+            },
+            wire.route,
+        ))
     }
 
     /// What to store of `response`: its status, those of its headers that

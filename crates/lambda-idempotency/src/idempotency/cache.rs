@@ -14,7 +14,6 @@ use super::Stored;
 /// index and the strings' headers, roughly.
 const OVERHEAD: usize = 128;
 
-#[derive(Debug)]
 struct Entry {
     fingerprint: String,
     stored: Stored,
@@ -24,7 +23,7 @@ struct Entry {
 }
 
 /// A byte-bounded LRU of completed records, keyed by the item key.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Cache {
     limit: usize,
     used: usize,
@@ -32,6 +31,17 @@ pub(super) struct Cache {
     entries: HashMap<String, Entry>,
     /// tick -> key: the oldest use first.
     order: BTreeMap<u64, String>,
+}
+
+/// Its size only: the entries are user data (outputs, keys).
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("limit", &self.limit)
+            .field("used", &self.used)
+            .field("entries", &self.entries.len())
+            .finish()
+    }
 }
 
 impl Cache {
@@ -70,12 +80,16 @@ impl Cache {
     /// entries go until it fits. One larger than the whole cache is not
     /// kept.
     pub(super) fn put(&mut self, key: &str, fingerprint: &str, stored: &Stored) {
-        let bytes = key.len() + fingerprint.len() + stored.output.len() + OVERHEAD;
+        let bytes = key
+            .len()
+            .saturating_add(fingerprint.len())
+            .saturating_add(stored.output.len())
+            .saturating_add(OVERHEAD);
         self.remove(key);
         if bytes > self.limit {
             return;
         }
-        while self.used + bytes > self.limit {
+        while self.used.saturating_add(bytes) > self.limit {
             let Some((_, oldest)) = self.order.pop_first() else {
                 break;
             };

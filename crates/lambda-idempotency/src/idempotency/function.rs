@@ -134,11 +134,11 @@ impl LeaseEnd for tokio::time::Instant {
 /// # let deadline_ms = lambda_idempotency::time::epoch_ms() + 30_000;
 /// // Once per cold start: the table, the store, the wrapped function.
 /// let table = IdempotencyTable::new("idempotency")?;
-/// let store = IdempotencyStore::new(client, table, IdempotencyOptions::default());
+/// let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
 /// let charge = Idempotent::<Charge, Receipt>::new(store, "charge")?
 ///     .key(|c: &Charge| Some(c.payment_id.clone()))
 ///     .payload(|c: &Charge| serde_json::json!({ "amount": c.amount }))
-///     .expiry(Duration::from_secs(24 * 3600))
+///     .expiry(Duration::from_secs(24 * 3600))?
 ///     .cache_bytes(1 << 20);
 ///
 /// // Per invocation (`deadline_ms`: lambda_runtime's Context::deadline).
@@ -206,7 +206,7 @@ where
     /// the function's name too), so functions sharing a table or a store
     /// have their own keys. `name`: 1 to 128 characters, no `#`.
     pub fn new(store: IdempotencyStore, name: &str) -> Result<Self, ConfigError> {
-        let store = store.with_options(IdempotencyOptions {
+        let store = store.reconfigured(IdempotencyOptions {
             key_prefix: Some(prefix(name)?),
             ..store.options().clone()
         });
@@ -241,28 +241,29 @@ where
     /// characters, no `#`), e.g. to keep a function's records when it is
     /// renamed.
     pub fn key_prefix(mut self, key_prefix: &str) -> Result<Self, ConfigError> {
-        self.store = self.store.with_options(IdempotencyOptions {
+        self.store = self.store.reconfigured(IdempotencyOptions {
             key_prefix: Some(prefix(key_prefix)?),
             ..self.store.options().clone()
         });
         Ok(self)
     }
 
-    /// How long a completed call's output is replayed (default: the
-    /// store's, one hour unless set).
-    pub fn expiry(mut self, expiry: Duration) -> Self {
+    /// How long a completed call's output is replayed, from its
+    /// completion (default: the store's, one hour unless set). Errors:
+    /// under a second ([`IdempotencyStore::new`]).
+    pub fn expiry(mut self, expiry: Duration) -> Result<Self, ConfigError> {
         self.store = self.store.with_options(IdempotencyOptions {
             expiry,
             ..self.store.options().clone()
-        });
-        self
+        })?;
+        Ok(self)
     }
 
     /// An in-memory cache of completed outputs of at most `bytes` (0: off),
     /// this function's own: a repeat in the same environment costs no
     /// request.
     pub fn cache_bytes(mut self, bytes: usize) -> Self {
-        self.store = self.store.with_options(IdempotencyOptions {
+        self.store = self.store.reconfigured(IdempotencyOptions {
             cache_bytes: bytes,
             ..self.store.options().clone()
         });
@@ -280,10 +281,19 @@ where
 
     /// The longest lease a call takes, whatever its deadline (default 15
     /// minutes, Lambda's longest invocation): the time after which a
-    /// crashed call's key can be taken over.
-    pub fn max_lease(mut self, max_lease: Duration) -> Self {
+    /// crashed call's key can be taken over. Errors: under a millisecond
+    /// (a lease over as it is taken: every concurrent call would run the
+    /// function too).
+    pub fn max_lease(mut self, max_lease: Duration) -> Result<Self, ConfigError> {
+        if max_lease < Duration::from_millis(1) {
+            return Err(ConfigError::Invalid {
+                var: "max_lease",
+                reason: "at least 1 ms: a lease over as it is taken holds off no concurrent call"
+                    .into(),
+            });
+        }
         self.max_lease = max_lease;
-        self
+        Ok(self)
     }
 
     /// The clock, epoch milliseconds (default the system's): for tests.
@@ -385,8 +395,15 @@ where
             self.store.release(&claim).await;
             return Err(IdempotencyError::Json("the output"));
         };
+        // The expiry counts from now, when the output is stored, not from
+        // the claim: a call that ran long still replays for the whole
+        // expiry.
+        let completed = Claim {
+            now_ms: (self.clock)(),
+            ..claim
+        };
         self.store
-            .complete(&claim, &text)
+            .complete(&completed, &text)
             .await
             .map_err(IdempotencyError::Store)?;
         Ok(output)

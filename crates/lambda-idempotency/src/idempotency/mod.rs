@@ -40,7 +40,9 @@
 //! [`fingerprint`]), the DynamoDB adapter (`store`), the byte-bounded cache
 //! of completed records (`cache`), and the wrapper (`function`).
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde_json::{Number, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
@@ -193,6 +195,257 @@ pub fn fingerprint(value: &Value) -> String {
     hex(&Sha256::digest(canonical.as_bytes()))
 }
 
+/// [`fingerprint`] of a JSON text, exact in its numbers. A parsed
+/// [`Value`] holds a number that is neither a `u64` nor an `i64` as an
+/// `f64`, so two texts that differ only beyond an `f64`'s precision
+/// (`0.1000000000000000001` and `0.1`, `9007199254740993.0` and
+/// `9007199254740992.0`, `1e-400` and `0`) would have one fingerprint, and
+/// the second request would replay the first one's answer. Here such a
+/// number is hashed by its exact decimal value instead; every other
+/// number, and so every payload whose numbers an `f64` holds exactly, as
+/// [`fingerprint`] hashes it: the fingerprints stored before are still
+/// found.
+///
+/// Errors: the text is not JSON (serde_json's error, which gives a
+/// position, never the input).
+pub fn json_fingerprint(text: &[u8]) -> Result<String, serde_json::Error> {
+    let value: Value = serde_json::from_slice(text)?;
+    if !has_float(&value) {
+        return Ok(fingerprint(&value));
+    }
+    // serde_json has checked the text (and bounded its depth, which bounds
+    // the recursion here): the exact reading cannot fail but on a bug,
+    // and then the value's fingerprint is the one answer left.
+    let mut scan = Scan { text, at: 0 };
+    let Some(node) = scan.node() else {
+        return Ok(fingerprint(&value));
+    };
+    let mut canonical = String::new();
+    node.write(&mut canonical);
+    Ok(hex(&Sha256::digest(canonical.as_bytes())))
+}
+
+/// Does the value hold a number parsed as an `f64` (which may have lost
+/// digits of its text)?
+fn has_float(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(has_float),
+        Value::Object(map) => map.values().any(has_float),
+        _ => false,
+    }
+}
+
+/// A JSON value read from its text for [`json_fingerprint`]: objects by
+/// sorted key (the last of a repeated key wins, as in a [`Value`]),
+/// scalars as their canonical text.
+enum Node {
+    Object(BTreeMap<String, Node>),
+    Array(Vec<Node>),
+    Scalar(String),
+}
+
+impl Node {
+    /// The same canonical form as `write_canonical` of the value.
+    fn write(&self, out: &mut String) {
+        match self {
+            Node::Object(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    v.write(out);
+                }
+                out.push('}');
+            }
+            Node::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Node::Scalar(text) => out.push_str(text),
+        }
+    }
+}
+
+/// A reader of JSON text that serde_json has already accepted: `None`
+/// on anything it does not expect, never a panic.
+struct Scan<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl Scan<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.text.get(self.at) {
+            self.at += 1;
+        }
+        self.text.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn node(&mut self) -> Option<Node> {
+        match self.peek()? {
+            b'{' => {
+                self.at += 1;
+                let mut map = BTreeMap::new();
+                if self.eat(b'}').is_some() {
+                    return Some(Node::Object(map));
+                }
+                loop {
+                    let key = self.string()?;
+                    self.eat(b':')?;
+                    let value = self.node()?;
+                    map.insert(key, value);
+                    if self.eat(b',').is_none() {
+                        self.eat(b'}')?;
+                        return Some(Node::Object(map));
+                    }
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if self.eat(b']').is_some() {
+                    return Some(Node::Array(items));
+                }
+                loop {
+                    items.push(self.node()?);
+                    if self.eat(b',').is_none() {
+                        self.eat(b']')?;
+                        return Some(Node::Array(items));
+                    }
+                }
+            }
+            b'"' => Some(Node::Scalar(Value::String(self.string()?).to_string())),
+            _ => {
+                let start = self.at;
+                while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z') =
+                    self.text.get(self.at)
+                {
+                    self.at += 1;
+                }
+                let token = self.text.get(start..self.at)?;
+                match serde_json::from_slice::<Value>(token).ok()? {
+                    Value::Number(n) => Some(Node::Scalar(number_text(token, &n)?)),
+                    // true, false, null
+                    other @ (Value::Bool(_) | Value::Null) => Some(Node::Scalar(other.to_string())),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// A string token, decoded.
+    fn string(&mut self) -> Option<String> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at;
+        self.at += 1;
+        loop {
+            match self.text.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => break,
+                _ => self.at += 1,
+            }
+        }
+        self.at += 1;
+        serde_json::from_slice(self.text.get(start..self.at)?).ok()
+    }
+}
+
+/// A number's canonical text: serde_json's, as [`fingerprint`] writes it,
+/// unless it is an `f64` that cannot hold the text's value (digits were
+/// lost): then the text's exact decimal value, as `{digits}e{exponent}`
+/// (which no `f64`'s text can be: it would have the same value).
+///
+/// Whether digits were lost is asked of the correctly rounded `f64` (the
+/// standard library's parse), not of serde_json's: without its
+/// `float_roundtrip` feature serde_json may land one unit off, and a
+/// number stored so before must keep the fingerprint it was stored with.
+fn number_text(token: &[u8], n: &Number) -> Option<String> {
+    let shown = n.to_string();
+    if !n.is_f64() {
+        return Some(shown);
+    }
+    let exact = decimal(token)?;
+    let nearest: f64 = std::str::from_utf8(token).ok()?.parse().ok()?;
+    let nearest = Number::from_f64(nearest)?.to_string();
+    if decimal(nearest.as_bytes())? == exact {
+        return Some(shown);
+    }
+    let (negative, digits, exponent) = exact;
+    Some(format!(
+        "{}{digits}e{exponent}",
+        if negative { "-" } else { "" }
+    ))
+}
+
+/// A JSON number's exact value: its sign, its significant digits (no
+/// leading or trailing zeros; none for zero, whose sign is dropped) and
+/// the power of ten they are multiplied by.
+fn decimal(text: &[u8]) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match rest.iter().position(|b| matches!(b, b'e' | b'E')) {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, &b""[..]),
+    };
+    let (int, frac) = match mantissa.iter().position(|b| *b == b'.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, &b""[..]),
+    };
+    // The exponent, saturated: a text's exponent may be any length.
+    let (exp_negative, exp_digits) = match exponent.split_first() {
+        Some((b'-', d)) => (true, d),
+        Some((b'+', d)) => (false, d),
+        _ => (false, exponent),
+    };
+    let mut exp: i64 = 0;
+    for d in exp_digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        exp = exp.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+    }
+    if exp_negative {
+        exp = -exp;
+    }
+    let mut digits: Vec<u8> = int.iter().chain(frac).copied().collect();
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let frac_len = i64::try_from(frac.len()).ok()?;
+    exp = exp.saturating_sub(frac_len);
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+        exp = exp.saturating_add(1);
+    }
+    let first = digits
+        .iter()
+        .position(|d| *d != b'0')
+        .unwrap_or(digits.len());
+    let digits = String::from_utf8(digits[first..].to_vec()).ok()?;
+    if digits.is_empty() {
+        return Some((false, digits, 0));
+    }
+    Some((negative, digits, exp))
+}
+
 /// A key made of `parts`, hashed (SHA-256, hex), each part
 /// length-prefixed so that no two lists of parts hash alike: bounded
 /// whatever the input's length, and never the input in the clear.
@@ -267,6 +520,57 @@ mod tests {
         ] {
             assert_ne!(fingerprint(&a), fingerprint(&other), "{other}");
         }
+    }
+
+    #[test]
+    fn the_json_fingerprint_is_exact_in_numbers_and_unchanged_where_f64_is() {
+        let fp = |t: &str| json_fingerprint(t.as_bytes()).unwrap();
+        let old = |t: &str| fingerprint(&serde_json::from_str(t).unwrap());
+        // Numbers an f64 (or u64, i64) holds exactly: the fingerprint
+        // stored before, whatever the spelling serde_json reads them from.
+        for t in [
+            r#"{"amount":150000,"currency":"INR","x":[1,-2,{"b":true,"a":null}]}"#,
+            r#"{"a":0.1,"b":1.5,"c":1.50,"d":1e2,"e":-0.0,"f":2.5e-3,"g":"s"}"#,
+            r#"{"u":18446744073709551615,"i":-9223372036854775808,"z":0.000}"#,
+            r#"[1e300, 123456789.125, {"k": 5e-324}]"#,
+            r#"{"a":1,"a":2.5}"#,
+        ] {
+            assert_eq!(fp(t), old(t), "{t}");
+        }
+        // Integers a u64 holds were exact already.
+        assert_ne!(fp("9007199254740993"), fp("9007199254740992"));
+        // Beyond an f64: each its own fingerprint, none equal to another's.
+        // (serde_json's own parse lands 9007199254740993.0 elsewhere, but
+        // no less beside the exact value.)
+        let lossy = [
+            ("0.1000000000000000001", "0.1", true),
+            ("9007199254740993.0", "9007199254740992.0", false),
+            ("18446744073709551617", "18446744073709551616", true),
+            ("-9223372036854775809", "-9223372036854775808.0", true),
+            ("1e-400", "0.0", true),
+            ("1.00000000000000000000001", "1.0", true),
+        ];
+        for (a, b, confused) in lossy {
+            let (a, b) = (
+                format!(r#"{{"n":[{a}],"m":1}}"#),
+                format!(r#"{{"n":[{b}],"m":1}}"#),
+            );
+            assert_ne!(fp(&a), fp(&b), "{a} {b}");
+            if confused {
+                assert_eq!(old(&a), old(&b), "f64 alone confuses them: {a}");
+            }
+        }
+        // The exact reading still ignores key order and whitespace, keeps
+        // a repeated key's last value, and reads strings and escapes.
+        assert_eq!(
+            fp(r#"{"b":"x\"y\u00e9","a":[0.1000000000000000001, true]}"#),
+            fp(r#" { "a" : [ 1000000000000000001e-19 , true ] , "b" : "x\"yé" } "#)
+        );
+        assert_eq!(
+            fp(r#"{"a":0.1000000000000000001,"a":0.3000000000000000001}"#),
+            fp(r#"{"a":0.3000000000000000001}"#)
+        );
+        assert!(json_fingerprint(b"{not json").is_err());
     }
 
     #[test]

@@ -184,6 +184,21 @@ impl Default for IdempotencyOptions {
     }
 }
 
+impl IdempotencyOptions {
+    /// Refuse options that leave the store unusable: an expiry under a
+    /// second (stored in whole seconds, it is none: every key would expire
+    /// as it completes, and every repeat would run again).
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.expiry < Duration::from_secs(1) {
+            return Err(invalid(
+                "expiry",
+                "at least 1 second: a key that expires as it completes replays nothing",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A claim to make, complete or release: the key, the payload's
 /// fingerprint, who claims it and until when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +218,10 @@ pub struct Claim<'a> {
     /// Another call with the key may take it over after this.
     pub lease_until_ms: u64,
     /// Epoch milliseconds: now, by the caller's clock (expiry is decided
-    /// from it).
+    /// from it). For [`IdempotencyStore::complete`] and
+    /// [`IdempotencyStore::completion`], the time the output is stored:
+    /// the key's expiry counts from it ([`IdempotencyStore::expires_at`]),
+    /// so pass the claim with `now_ms` set anew, not the claim's own time.
     pub now_ms: u64,
 }
 
@@ -232,8 +250,10 @@ pub enum TransactError {
 pub type LegacyOutput = fn(&Item) -> Result<String, StoreError>;
 
 /// The idempotency records of one table: claims, completions, releases.
-/// Cheap to clone (the client and the cache are shared).
-#[derive(Debug, Clone)]
+/// Cheap to clone (the client and the cache are shared). Its `Debug`
+/// shows the table, the options and the cache's size, never a cached
+/// output (user data).
+#[derive(Clone)]
 pub struct IdempotencyStore {
     client: Client,
     table: Arc<IdempotencyTable>,
@@ -242,19 +262,38 @@ pub struct IdempotencyStore {
     legacy: Option<LegacyOutput>,
 }
 
+impl std::fmt::Debug for IdempotencyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the client (its whole configuration, pages of it), nor the
+        // cache's entries (user data): the cache's Debug is its size.
+        f.debug_struct("IdempotencyStore")
+            .field("table", &self.table)
+            .field("options", &self.options)
+            .field("cache", &*self.cache())
+            .field("legacy_output", &self.legacy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl IdempotencyStore {
     /// The store of `table`, written with `client` (built with
     /// [`crate::dynamo::retry_config`] and its timeouts, or
-    /// `bootstrap::dynamodb_client`).
-    pub fn new(client: Client, table: IdempotencyTable, options: IdempotencyOptions) -> Self {
+    /// `bootstrap::dynamodb_client`). Errors: options that leave the
+    /// store unusable (an expiry under a second).
+    pub fn new(
+        client: Client,
+        table: IdempotencyTable,
+        options: IdempotencyOptions,
+    ) -> Result<Self, ConfigError> {
+        options.check()?;
         let cache = Arc::new(Mutex::new(Cache::new(options.cache_bytes)));
-        IdempotencyStore {
+        Ok(IdempotencyStore {
             client,
             table: Arc::new(table),
             options: Arc::new(options),
             cache,
             legacy: None,
-        }
+        })
     }
 
     /// The same store, reading a completed record that has no `data`
@@ -282,8 +321,14 @@ impl IdempotencyStore {
 
     /// The same store (client, table) with other options. The cache is
     /// shared with this store's unless `cache_bytes` differs: then it is a
-    /// new one of that size.
-    pub fn with_options(&self, options: IdempotencyOptions) -> Self {
+    /// new one of that size. Errors: as [`Self::new`].
+    pub fn with_options(&self, options: IdempotencyOptions) -> Result<Self, ConfigError> {
+        options.check()?;
+        Ok(self.reconfigured(options))
+    }
+
+    /// [`Self::with_options`] for options already checked.
+    pub(super) fn reconfigured(&self, options: IdempotencyOptions) -> Self {
         let cache = if options.cache_bytes == self.options.cache_bytes {
             self.cache.clone()
         } else {
@@ -306,9 +351,13 @@ impl IdempotencyStore {
         }
     }
 
-    /// Epoch seconds at which a record claimed or completed at `now_ms`
-    /// expires.
-    fn expires_at(&self, now_ms: u64) -> u64 {
+    /// Epoch seconds at which a key whose output is stored at `now_ms`
+    /// (epoch milliseconds) expires: the one formula for the expiry, which
+    /// counts from the completion (a call that ran for minutes still
+    /// replays for the whole expiry), also what a caller publishes (the
+    /// HTTP layer's `Idempotency-Expires`). A claim's record lives at
+    /// least as long, from the claim.
+    pub fn expires_at(&self, now_ms: u64) -> u64 {
         (now_ms / 1000).saturating_add(self.options.expiry.as_secs())
     }
 
@@ -384,7 +433,8 @@ impl IdempotencyStore {
     }
 
     /// Complete this attempt's claim with `output`, to be replayed until
-    /// the expiry. Only this attempt's in-progress claim is completed: a
+    /// the expiry, counted from `c.now_ms` (set it to the completion's
+    /// time: [`Claim::now_ms`]). Only this attempt's in-progress claim is completed: a
     /// claim that was lost (its lease ran out and another call took the
     /// key) is [`StoreError::InconsistentRefusal`]. A completion whose
     /// answer was lost and that the SDK sent again finds its own completed

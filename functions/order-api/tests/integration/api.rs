@@ -1069,3 +1069,23 @@ async fn keys_the_previous_build_stored_replay_after_an_upgrade() {
     let r = send(&api, post(Some("legacy-key"), &other, &ALICE)).await;
     assert!(is_problem(&r, 422), "{}", text(&r));
 }
+
+/// Two orders that differ only in an extra field's number beyond an f64's
+/// precision are two requests: the second is 422, not the first's answer.
+#[tokio::test]
+async fn an_order_that_differs_only_beyond_f64_precision_is_another_request() {
+    let t = ApiDb::new().await;
+    let api = t.api(&[]);
+    let body = |note: &str| {
+        format!(r#"{{"customerId":"cust-1","amount":150000,"currency":"INR","note":{note}}}"#)
+    };
+    let r = send(
+        &api,
+        post(Some("k"), &body("0.1000000000000000001"), &ALICE),
+    )
+    .await;
+    assert_eq!(r.status(), 201, "{}", text(&r));
+    let r = send(&api, post(Some("k"), &body("0.1"), &ALICE)).await;
+    assert!(is_problem(&r, 422), "{}", text(&r));
+    assert_eq!(t.orders().await.len(), 1);
+}
