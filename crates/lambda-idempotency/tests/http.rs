@@ -151,7 +151,8 @@ const BODY: &str = r#"{"item":"book","qty":1}"#;
 
 async fn send<S>(svc: &S, req: Request) -> Response<Body>
 where
-    S: Service<Request, Response = Response<Body>, Error = lambda_http::Error> + Clone,
+    S: Service<Request, Response = Response<Body>> + Clone,
+    S::Error: std::fmt::Debug,
 {
     svc.clone().oneshot(req).await.expect("no service error")
 }
@@ -481,6 +482,102 @@ async fn the_transactional_form_commits_the_completion_with_the_effect() {
     assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(scan_all(&db.client, &db.effects).await.len(), 1);
+}
+
+/// An axum `Router` (its body `axum::body::Body`) behind the layer through
+/// `collecting`: it counts its calls; `/things` answers JSON, `/big` a body
+/// one byte over the limit set below.
+fn router(calls: Arc<AtomicU64>) -> axum::Router {
+    use axum::extract::State;
+    use axum::routing::post;
+    async fn things(State(calls): State<Arc<AtomicU64>>, body: String) -> axum::response::Response {
+        let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut r = axum::response::Response::new(axum::body::Body::from(format!(
+            "{{\"call\":{n},\"len\":{}}}",
+            body.len()
+        )));
+        *r.status_mut() = lambda_http::http::StatusCode::CREATED;
+        r.headers_mut()
+            .insert("content-type", HeaderValue::from_static("application/json"));
+        r
+    }
+    async fn big(State(calls): State<Arc<AtomicU64>>) -> String {
+        calls.fetch_add(1, Ordering::SeqCst);
+        "x".repeat(AXUM_LIMIT + 1)
+    }
+    axum::Router::new()
+        .route("/things", post(things))
+        .route("/big", post(big))
+        .with_state(calls)
+}
+
+const AXUM_LIMIT: usize = 1024;
+
+/// What `lambda_http::run` needs of a service, checked at compile time:
+/// the wrapped router is a function `lambda_http` can run.
+#[allow(dead_code)]
+async fn a_wrapped_router_runs_under_lambda_http(
+    svc: lambda_idempotency::http::IdempotentService<
+        lambda_idempotency::http::CollectBody<axum::Router>,
+    >,
+) -> Result<(), lambda_http::Error> {
+    lambda_http::run(svc).await
+}
+
+#[tokio::test]
+async fn an_axum_router_behind_the_layer_runs_once_replays_and_refuses_another_payload() {
+    let db = Db::new().await;
+    let calls = Arc::new(AtomicU64::new(0));
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .max_response_bytes(AXUM_LIMIT)
+        .collecting(router(calls.clone()));
+    let first = send(&svc, request("POST", Some("ax1"), BODY, ALICE)).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    // Text, as lambda_http::run would send the router's JSON.
+    assert_eq!(
+        first.body(),
+        &Body::Text(format!("{{\"call\":1,\"len\":{}}}", BODY.len()))
+    );
+    let again = send(&svc, request("POST", Some("ax1"), BODY, ALICE)).await;
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.body(), first.body(), "byte for byte");
+    assert_eq!(header(&again, "content-type"), Some("application/json"));
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    let other = send(
+        &svc,
+        request("POST", Some("ax1"), r#"{"item":"pen"}"#, ALICE),
+    )
+    .await;
+    assert_eq!(other.status(), 422, "{}", text(&other));
+    assert!(problem_type(&other).ends_with("idempotency-key-reused"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the router ran once");
+}
+
+#[tokio::test]
+async fn an_axum_answer_over_the_limit_is_500_and_keeps_the_key() {
+    let db = Db::new().await;
+    let calls = Arc::new(AtomicU64::new(0));
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .max_response_bytes(AXUM_LIMIT)
+        .collecting(router(calls.clone()));
+    let mut req = request("POST", Some("big1"), BODY, ALICE);
+    *req.uri_mut() = "/big".parse().expect("a path");
+    let r = send(&svc, req).await;
+    assert_eq!(r.status(), 500, "{}", text(&r));
+    assert!(problem_type(&r).ends_with("internal-error"));
+    assert!(text(&r).len() < AXUM_LIMIT, "the problem, not the body");
+    // The router ran: its key is kept (in progress until its lease ends),
+    // so the client's retry does not run it again at once.
+    let mut retry = request("POST", Some("big1"), BODY, ALICE);
+    *retry.uri_mut() = "/big".parse().expect("a path");
+    let r = send(&svc, retry).await;
+    assert_eq!(r.status(), 409, "{}", text(&r));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // A GET passes through with the larger pass-through limit.
+    let mut get = request("GET", None, "", ALICE);
+    *get.uri_mut() = "/things".parse().expect("a path");
+    let r = send(&svc, get).await;
+    assert_eq!(r.status(), 405, "the router's own answer");
 }
 
 /// The one record's expiry, as `Idempotency-Expires` publishes it.

@@ -17,6 +17,7 @@ use lambda_http::tower::{Layer, Service};
 use lambda_http::{Body, Request, RequestExt, Response};
 use sha2::{Digest, Sha256};
 
+use super::body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, Uncollected};
 use super::key::key_of;
 use super::problem::{DEFAULT_PROBLEM_PREFIX, Problem, ProblemKind};
 use super::scope::{AuthMode, Scope, record_key};
@@ -112,6 +113,7 @@ struct Config {
     fingerprint: Arc<FingerprintFn>,
     deadline_margin: Duration,
     retry_after: u64,
+    max_response_bytes: usize,
 }
 
 impl fmt::Debug for IdempotencyLayer {
@@ -144,6 +146,7 @@ impl IdempotencyLayer {
                 fingerprint: Arc::new(body_fingerprint),
                 deadline_margin: DEFAULT_DEADLINE_MARGIN,
                 retry_after: 1,
+                max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             }),
         }
     }
@@ -208,6 +211,21 @@ impl IdempotencyLayer {
     /// bounds a crashed one).
     pub fn retry_after(self, secs: u64) -> Self {
         self.edit(|c| c.retry_after = secs.max(1))
+    }
+
+    /// The largest response body [`IdempotencyLayer::collecting`] reads
+    /// to store (default [`DEFAULT_MAX_RESPONSE_BYTES`]). A longer one is
+    /// answered 500 and its key kept until its lease ends, as when its
+    /// completion fails: the service ran.
+    pub fn max_response_bytes(self, bytes: usize) -> Self {
+        self.edit(|c| c.max_response_bytes = bytes)
+    }
+
+    /// The layer over a service whose response body is any
+    /// `http_body::Body` (an axum `Router`): its bodies collected up to
+    /// [`IdempotencyLayer::max_response_bytes`] ([`CollectBody`]).
+    pub fn collecting<S>(&self, inner: S) -> IdempotentService<CollectBody<S>> {
+        self.layer(CollectBody::new(inner, self.config.max_response_bytes))
     }
 }
 
@@ -576,6 +594,13 @@ impl Config {
                 return Err(e);
             }
         };
+        if let Some(why) = response.extensions().get::<Uncollected>() {
+            // Not stored, not given back: the service ran (as for a failed
+            // completion below).
+            return Ok(self
+                .problem(ProblemKind::Internal, why.detail())
+                .into_response());
+        }
         let committed = response.extensions_mut().remove::<Committed>().is_some();
         if committed {
             // The transactional form: the inner service wrote the

@@ -46,43 +46,130 @@
 //! # Layout
 //!
 //! `key` (the header), `scope` (the caller, the record key), `problem`
-//! (problem+json), `stored` (the stored response), `layer` (the layer and
-//! its service). This module uses `idempotency`, `batch` (the deadline),
-//! `time` and `error`; no module uses it.
+//! (problem+json), `stored` (the stored response), `body` (any response
+//! body, collected), `layer` (the layer and its service). This module uses
+//! `idempotency`, `batch` (the deadline), `time` and `error`; no module
+//! uses it.
 //!
 //! # Example
 //!
-//! A plain tower service behind the layer. (An axum `Router` answers
-//! `Response<axum::body::Body>`, not `lambda_http`'s `Body`: it needs an
-//! adapter that collects the body first, which this module does not
-//! provide yet.)
+//! A plain tower service behind the layer (`client`: the DynamoDB client,
+//! `bootstrap::dynamodb_client().await` once per cold start):
 //!
-//! ```no_run
+//! ```
 //! use lambda_idempotency::http::{AuthMode, IdempotencyLayer};
 //! use lambda_idempotency::idempotency::{IdempotencyOptions, IdempotencyStore, IdempotencyTable};
 //! use lambda_http::tower::{Layer, service_fn};
 //! use lambda_http::{Body, Error, Request, Response};
 //!
-//! # async fn run() -> Result<(), Error> {
-//! let client = lambda_idempotency::bootstrap::dynamodb_client().await;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Error> {
+//! # // A local DynamoDB with the table, and an API Gateway request (IAM).
+//! # use lambda_idempotency_testing as testing;
+//! # let client = testing::client_for(&testing::start_dynoxide().await);
+//! # testing::create_table(&client, "idempotency", "id").await?;
+//! # let request = |key: &str| lambda_http::request::from_str(&serde_json::json!({
+//! #     "version": "2.0", "routeKey": "$default", "rawPath": "/payments", "rawQueryString": "",
+//! #     "headers": {"idempotency-key": key, "content-type": "application/json"},
+//! #     "requestContext": {"accountId": "1", "apiId": "a", "domainName": "a", "domainPrefix": "a",
+//! #         "requestId": "r", "routeKey": "$default", "stage": "$default",
+//! #         "time": "04/Dec/2026:00:00:00 +0000", "timeEpoch": 0,
+//! #         "http": {"method": "POST", "path": "/payments", "protocol": "HTTP/1.1",
+//! #                  "sourceIp": "192.0.2.1", "userAgent": "doc"},
+//! #         "authorizer": {"iam": {"accessKey": "A", "accountId": "1", "callerId": "C",
+//! #             "principalOrgId": null, "userArn": "arn:aws:iam::1:user/doc", "userId": "U"}}},
+//! #     "isBase64Encoded": false, "body": "{\"amount\":500}",
+//! # }).to_string());
+//! # let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+//! # let counted = calls.clone();
 //! let table = IdempotencyTable::new("idempotency")?;
 //! let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
 //! let layer = IdempotencyLayer::new(store, AuthMode::Iam)
 //!     .problem_prefix("urn:payments:problem:");
-//! let payments = service_fn(|_req: Request| async {
+//! let payments = service_fn(move |_req: Request| {
+//! #   counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 //!     // Runs once per key; its answer is replayed to every repeat.
-//!     Ok::<_, Error>(Response::builder().status(201).body(Body::from("{\"paid\":true}"))?)
+//!     async { Ok::<_, Error>(Response::builder().status(201).body(Body::from("{\"paid\":true}"))?) }
 //! });
-//! lambda_http::run(layer.layer(payments)).await
+//! let service = layer.layer(payments);
+//! # /*
+//! lambda_http::run(service).await
+//! # */
+//! # use lambda_http::tower::ServiceExt;
+//! # let first = service.clone().oneshot(request("k-1")?).await?;
+//! # let again = service.clone().oneshot(request("k-1")?).await?;
+//! # assert_eq!((first.status().as_u16(), again.status().as_u16()), (201, 201));
+//! # assert_eq!(again.body(), first.body());
+//! # assert_eq!(again.headers()["idempotent-replayed"], "true");
+//! # assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # axum, and any other response body
+//!
+//! An axum `Router` answers `Response<axum::body::Body>`, not
+//! `lambda_http`'s `Body`. [`IdempotencyLayer::collecting`] wraps it in
+//! [`CollectBody`], which reads any `http_body::Body` into memory, up to
+//! [`IdempotencyLayer::max_response_bytes`] for a response the layer stores
+//! (default [`DEFAULT_MAX_RESPONSE_BYTES`]) and [`MAX_PASS_THROUGH_BYTES`]
+//! for any other, and sends it as text or binary by `lambda_http`'s own
+//! rules. A longer body is not read further: the answer is a 500 problem,
+//! and the key is kept until its lease ends (the router ran). This crate
+//! does not depend on axum.
+//!
+//! ```
+//! use axum::routing::post;
+//! use lambda_idempotency::http::{AuthMode, IdempotencyLayer};
+//! use lambda_idempotency::idempotency::{IdempotencyOptions, IdempotencyStore, IdempotencyTable};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), lambda_http::Error> {
+//! # use lambda_idempotency_testing as testing;
+//! # let client = testing::client_for(&testing::start_dynoxide().await);
+//! # testing::create_table(&client, "idempotency", "id").await?;
+//! # let table = IdempotencyTable::new("idempotency")?;
+//! # let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
+//! # let request = |key: &str| lambda_http::request::from_str(&serde_json::json!({
+//! #     "version": "2.0", "routeKey": "$default", "rawPath": "/payments", "rawQueryString": "",
+//! #     "headers": {"idempotency-key": key, "content-type": "application/json"},
+//! #     "requestContext": {"accountId": "1", "apiId": "a", "domainName": "a", "domainPrefix": "a",
+//! #         "requestId": "r", "routeKey": "$default", "stage": "$default",
+//! #         "time": "04/Dec/2026:00:00:00 +0000", "timeEpoch": 0,
+//! #         "http": {"method": "POST", "path": "/payments", "protocol": "HTTP/1.1",
+//! #                  "sourceIp": "192.0.2.1", "userAgent": "doc"},
+//! #         "authorizer": {"iam": {"accessKey": "A", "accountId": "1", "callerId": "C",
+//! #             "principalOrgId": null, "userArn": "arn:aws:iam::1:user/doc", "userId": "U"}}},
+//! #     "isBase64Encoded": false, "body": "{\"amount\":500}",
+//! # }).to_string());
+//! async fn pay(body: String) -> (axum::http::StatusCode, String) {
+//!     (axum::http::StatusCode::CREATED, format!("{{\"paid\":{}}}", body.len()))
+//! }
+//! let app = axum::Router::new().route("/payments", post(pay));
+//! let layer = IdempotencyLayer::new(store, AuthMode::Iam).max_response_bytes(64 * 1024);
+//! let service = layer.collecting(app);
+//! # /*
+//! lambda_http::run(service).await
+//! # */
+//! # use lambda_http::tower::ServiceExt;
+//! # let first = service.clone().oneshot(request("k-1")?).await?;
+//! # let again = service.clone().oneshot(request("k-1")?).await?;
+//! # assert_eq!(first.status().as_u16(), 201);
+//! # assert_eq!(first.body(), &lambda_http::Body::Text("{\"paid\":14}".into()));
+//! # assert_eq!(again.body(), first.body());
+//! # assert_eq!(again.headers()["idempotent-replayed"], "true");
+//! # Ok(())
 //! # }
 //! ```
 
+mod body;
 mod key;
 mod layer;
 mod problem;
 mod scope;
 mod stored;
 
+pub use body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, MAX_PASS_THROUGH_BYTES};
 pub use key::{IDEMPOTENCY_KEY, KeyError, MAX_KEY_CHARS, key_of, parse_key};
 pub use layer::{
     Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_STORED_HEADERS, Deadline,

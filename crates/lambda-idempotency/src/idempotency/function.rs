@@ -96,7 +96,7 @@ impl LeaseEnd for tokio::time::Instant {
 /// - The lease: each call passes when its lease ends ([`LeaseEnd`]: the
 ///   invocation's deadline), capped at [`Idempotent::max_lease`].
 ///
-/// ```no_run
+/// ```
 /// use std::time::Duration;
 ///
 /// use lambda_idempotency::idempotency::{
@@ -119,11 +119,19 @@ impl LeaseEnd for tokio::time::Instant {
 /// #[error("the card was declined")]
 /// struct Declined;
 ///
+/// # static CHARGED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 /// async fn charge_card(charge: Charge) -> Result<Receipt, Declined> {
+/// #   CHARGED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 ///     Ok(Receipt { reference: format!("r-{}", charge.payment_id) })
 /// }
 ///
-/// # async fn run(client: aws_sdk_dynamodb::Client, deadline_ms: u64) -> Result<(), Box<dyn std::error::Error>> {
+/// # // A local DynamoDB (the testing crate's dynoxide) with the table.
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use lambda_idempotency_testing as testing;
+/// # let client = testing::client_for(&testing::start_dynoxide().await);
+/// # testing::create_table(&client, "idempotency", "id").await?;
+/// # let deadline_ms = lambda_idempotency::time::epoch_ms() + 30_000;
 /// // Once per cold start: the table, the store, the wrapped function.
 /// let table = IdempotencyTable::new("idempotency")?;
 /// let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
@@ -142,6 +150,11 @@ impl LeaseEnd for tokio::time::Instant {
 ///     }
 ///     Err(e) => return Err(e.into()),
 /// }
+/// # // A repeat: the stored receipt, the card not charged again.
+/// # let again = Charge { payment_id: "p-1".into(), amount: 500 };
+/// # let receipt = charge.call(again, deadline_ms, charge_card).await?;
+/// # assert_eq!(receipt.reference, "r-p-1");
+/// # assert_eq!(CHARGED.load(std::sync::atomic::Ordering::SeqCst), 1);
 /// # Ok(())
 /// # }
 /// ```
