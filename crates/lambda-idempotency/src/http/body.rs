@@ -14,7 +14,6 @@ use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use lambda_http::tower::Service;
 use lambda_http::{Body, IntoResponse, Request, Response};
 
-use super::layer::HttpClaim;
 use super::problem::{DEFAULT_PROBLEM_PREFIX, ProblemKind};
 
 /// The largest response body stored unless configured
@@ -29,6 +28,13 @@ pub const MAX_PASS_THROUGH_BYTES: usize = 6 * 1024 * 1024;
 
 /// The error of a body stream, boxed (tower's `BoxError`).
 type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// Put in a request's extensions by the layer when it holds the request's
+/// key: the answer will be stored, so [`CollectBody`] reads it up to the
+/// store's limit rather than [`MAX_PASS_THROUGH_BYTES`]. A marker of this
+/// module's own, so that the body module needs nothing from the layer's.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WillBeStored;
 
 /// On a response [`CollectBody`] made itself because the inner service's
 /// body could not be collected: the layer must neither store it nor give
@@ -106,9 +112,9 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        // Only a claimed key's answer is stored; the layer puts the claim in
-        // the request before calling its inner service.
-        let limit = if req.extensions().get::<HttpClaim>().is_some() {
+        // Only a claimed key's answer is stored; the layer marks the request
+        // before calling its inner service.
+        let limit = if req.extensions().get::<WillBeStored>().is_some() {
             self.limit
         } else {
             MAX_PASS_THROUGH_BYTES
@@ -192,6 +198,15 @@ mod tests {
             .expect("answers");
         assert_eq!(r.body(), &Body::Text("123456789".into()));
         assert!(r.extensions().get::<Uncollected>().is_none());
+        // Marked by the layer (its answer will be stored): the store's limit.
+        let mut marked = Request::default();
+        marked.extensions_mut().insert(WillBeStored);
+        let r = svc.clone().oneshot(marked).await.expect("answers");
+        assert_eq!(r.status(), 500);
+        assert_eq!(
+            r.extensions().get::<Uncollected>(),
+            Some(&Uncollected::TooLarge)
+        );
         // Over MAX_PASS_THROUGH_BYTES.
         let big: &'static [u8] = Vec::leak(vec![b'a'; MAX_PASS_THROUGH_BYTES + 1]);
         let r = CollectBody::new(service(big, "text/plain"), 8)

@@ -17,7 +17,7 @@ use lambda_http::tower::{Layer, Service};
 use lambda_http::{Body, Request, RequestExt, Response};
 use sha2::{Digest, Sha256};
 
-use super::body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, Uncollected};
+use super::body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, Uncollected, WillBeStored};
 use super::key::key_of;
 use super::problem::{DEFAULT_PROBLEM_PREFIX, Problem, ProblemKind};
 use super::scope::{AuthMode, Scope, record_key};
@@ -587,6 +587,7 @@ impl Config {
             }
         }
         req.extensions_mut().insert(held.clone());
+        req.extensions_mut().insert(WillBeStored);
         let mut response = match inner.call(req).await {
             Ok(r) => r,
             Err(e) => {
