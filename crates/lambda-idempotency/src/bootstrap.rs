@@ -254,44 +254,95 @@ impl tracing::field::Visit for JsonVisitor<'_> {
     }
 }
 
+/// The AWS SDK's shared configuration: region, credentials and endpoints
+/// (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SQS` for local servers)
+/// from the standard AWS environment. Load it once per cold start and build
+/// every client of the function from it ([`dynamodb_client_from`],
+/// [`redelivery()`]): each load reads the environment and sets up a
+/// credentials chain of its own, which a second client would otherwise pay
+/// for again at init.
+#[cfg(any(feature = "dynamodb", feature = "sqs"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "dynamodb", feature = "sqs"))))]
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await
+}
+
 /// The DynamoDB client, with the retry and timeout policy of
-/// [`dynamo::retry_config`] and [`dynamo::timeout_config`]. Region,
-/// credentials and `AWS_ENDPOINT_URL_DYNAMODB` (for local servers) come from
-/// the standard AWS environment.
+/// [`dynamo::retry_config`] and [`dynamo::timeout_config`], from a loaded
+/// [`sdk_config`].
+#[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
+pub fn dynamodb_client_from(sdk: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .retry_config(dynamo::retry_config())
+        .timeout_config(dynamo::timeout_config())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// [`dynamodb_client_from`] a configuration loaded for it alone: for a
+/// function whose only AWS client is DynamoDB's.
 #[cfg(feature = "dynamodb")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
-    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .retry_config(dynamo::retry_config())
-        .timeout_config(dynamo::timeout_config())
-        .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&sdk_config)
+    dynamodb_client_from(&sdk_config().await)
 }
 
 /// The SQS client that sets returned messages' visibility, when
-/// `RETRY_BACKOFF` is on; `AWS_ENDPOINT_URL_SQS` points it at a local
-/// server. Its own retries are few and its timeouts short
-/// ([`redelivery::timeout_config`]): it runs in the deadline margin, and a
-/// failure only means the message comes back later.
+/// `RETRY_BACKOFF` is on, from a loaded [`sdk_config`]. Its own retries are
+/// few and its timeouts short ([`redelivery::timeout_config`]): it runs in
+/// the deadline margin, and a failure only means the message comes back
+/// later.
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
-pub async fn redelivery(runtime: &Settings) -> Option<Redelivery> {
+pub fn redelivery(sdk: &aws_config::SdkConfig, runtime: &Settings) -> Option<Redelivery> {
     let policy = runtime.retry_backoff?;
-    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+    Some(Redelivery::new(sqs_client_from(sdk), policy))
+}
+
+/// [`redelivery()`]'s client.
+#[cfg(feature = "sqs")]
+fn sqs_client_from(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    let config = aws_sdk_sqs::config::Builder::from(sdk)
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))
         .timeout_config(redelivery::timeout_config())
-        .load()
-        .await;
-    Some(Redelivery::new(
-        aws_sdk_sqs::Client::new(&sdk_config),
-        policy,
-    ))
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One loaded configuration, two clients, each with its own policy: the
+    /// client's settings are not the shared configuration's.
+    #[cfg(all(feature = "dynamodb", feature = "sqs"))]
+    #[test]
+    fn each_client_from_one_loaded_config_keeps_its_own_policy() {
+        use aws_config::{BehaviorVersion, Region, SdkConfig};
+        use std::time::Duration;
+        let sdk = SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("eu-west-1"))
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(7))
+            .build();
+        let dynamodb = dynamodb_client_from(&sdk);
+        let c = dynamodb.config();
+        assert_eq!(c.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(c.retry_config().map(|r| r.max_attempts()), Some(3));
+        let t = c.timeout_config().expect("timeouts set");
+        assert_eq!(t.connect_timeout(), Some(Duration::from_secs(1)));
+        assert_eq!(t.operation_timeout(), Some(Duration::from_secs(5)));
+        let sqs = sqs_client_from(&sdk);
+        let c = sqs.config();
+        assert_eq!(c.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(c.retry_config().map(|r| r.max_attempts()), Some(2));
+        let t = c.timeout_config().expect("timeouts set");
+        assert_eq!(t.connect_timeout(), Some(Duration::from_millis(500)));
+        assert_eq!(t.operation_timeout(), Some(Duration::from_secs(2)));
+    }
 
     #[test]
     fn rust_log_overrides_lambdas_log_level() {

@@ -13,14 +13,15 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     let env = |k: &str| std::env::var(k).ok();
     let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
     let settings = bootstrap::config(Settings::from_env(NAME, "audit-trail")).await?;
-    let client = bootstrap::dynamodb_client().await;
+    let sdk = bootstrap::sdk_config().await;
+    let client = bootstrap::dynamodb_client_from(&sdk);
     match env("EVENT_SOURCE").as_deref().unwrap_or("sqs") {
         // Returned messages come back after a back-off (RETRY_BACKOFF=off:
         // after the queue's visibility timeout).
         "sqs" => {
             Function::builder(AuditHandler::<SqsMessage>::new(client, table))
                 .name(NAME)?
-                .redelivery(bootstrap::redelivery(&settings).await)
+                .redelivery(bootstrap::redelivery(&sdk, &settings))
                 .settings(settings)
                 .build()?
                 .serve()

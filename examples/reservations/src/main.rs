@@ -12,12 +12,14 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     let env = |k: &str| std::env::var(k).ok();
     let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
     let settings = bootstrap::config(Settings::from_env(NAME, "reservations")).await?;
-    let client = bootstrap::dynamodb_client().await;
+    // One AWS configuration for both clients (DynamoDB; SQS for the back-off).
+    let sdk = bootstrap::sdk_config().await;
+    let client = bootstrap::dynamodb_client_from(&sdk);
     Function::builder(ReservationHandler { client, table })
         .name(NAME)?
         // Returned messages come back after a back-off (RETRY_BACKOFF=off:
         // after the queue's visibility timeout).
-        .redelivery(bootstrap::redelivery(&settings).await)
+        .redelivery(bootstrap::redelivery(&sdk, &settings))
         .settings(settings)
         .build()?
         .serve()

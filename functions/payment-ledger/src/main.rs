@@ -11,7 +11,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
     let config = bootstrap::config(LedgerConfig::from_env()).await?;
-    let client = bootstrap::dynamodb_client().await;
+    // One AWS configuration for both clients (DynamoDB, and SQS for the
+    // visibility back-off): loaded once per cold start.
+    let sdk = bootstrap::sdk_config().await;
+    let client = bootstrap::dynamodb_client_from(&sdk);
     tracing::info!(
         ledger_table = %config.ledger_table,
         accounts_table = %config.accounts_table,
@@ -20,7 +23,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     );
     Function::builder(LedgerHandler::from_config(client, &config))
         .name(payment_ledger::NAME)?
-        .redelivery(bootstrap::redelivery(&config.runtime).await)
+        .redelivery(bootstrap::redelivery(&sdk, &config.runtime))
         .settings(config.runtime)
         .build()?
         .serve()
