@@ -12,9 +12,12 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
     let config = bootstrap::config(NotifierConfig::from_env()).await?;
+    // One AWS configuration for both clients (SSM for the URL, DynamoDB),
+    // loaded once per cold start.
+    let sdk = bootstrap::sdk_config().await;
     // Read before the runtime loop starts: without a URL the function must
     // not take (and fail) stream batches. The error never carries the URL.
-    let webhook_url = match url::webhook_url(&config.webhook).await {
+    let webhook_url = match url::webhook_url(&config.webhook, &sdk).await {
         Ok(url) => url,
         Err(e) => {
             tracing::error!(error = %e, "could not read the webhook URL; failing the cold start");
@@ -22,7 +25,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             return Err(e.into());
         }
     };
-    let client = bootstrap::dynamodb_client().await;
+    let client = bootstrap::dynamodb_client_from(&sdk);
     tracing::info!(
         notifications_table = %config.notifications_table,
         webhook_url_from = match config.webhook {

@@ -147,11 +147,13 @@ pub enum WebhookUrlError {
     InvalidValue { reason: String },
 }
 
-/// The SSM client for the one cold-start read: bounded so that a stuck
-/// endpoint fails the cold start within Lambda's 10 s init phase, with a
-/// clear log line, instead of timing it out silently.
-pub async fn ssm_client() -> aws_sdk_ssm::Client {
-    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+/// The SSM client for the one cold-start read, from the function's loaded
+/// AWS configuration (`bootstrap::sdk_config`, shared with its DynamoDB
+/// client): bounded so that a stuck endpoint fails the cold start within
+/// Lambda's 10 s init phase, with a clear log line, instead of timing it out
+/// silently.
+pub fn ssm_client(sdk: &aws_config::SdkConfig) -> aws_sdk_ssm::Client {
+    let config = aws_sdk_ssm::config::Builder::from(sdk)
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
         .timeout_config(
             aws_config::timeout::TimeoutConfig::builder()
@@ -160,9 +162,8 @@ pub async fn ssm_client() -> aws_sdk_ssm::Client {
                 .operation_timeout(Duration::from_secs(6))
                 .build(),
         )
-        .load()
-        .await;
-    aws_sdk_ssm::Client::new(&sdk_config)
+        .build();
+    aws_sdk_ssm::Client::from_conf(config)
 }
 
 /// Read the SecureString parameter `name` (decrypted) and check its value
@@ -226,16 +227,38 @@ fn ssm_hint(code: &str) -> &'static str {
 
 /// The webhook URL for this cold start: the literal, or the parameter read
 /// from SSM once (the only SSM call the function makes).
-pub async fn webhook_url(source: &WebhookSource) -> Result<WebhookUrl, WebhookUrlError> {
+pub async fn webhook_url(
+    source: &WebhookSource,
+    sdk: &aws_config::SdkConfig,
+) -> Result<WebhookUrl, WebhookUrlError> {
     match source {
         WebhookSource::Url(url) => Ok(url.clone()),
-        WebhookSource::Parameter(name) => read_parameter(&ssm_client().await, name).await,
+        WebhookSource::Parameter(name) => read_parameter(&ssm_client(sdk), name).await,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Built from the function's one loaded configuration, the SSM client
+    /// keeps its own bounds (the init phase's 10 s), not the shared ones.
+    #[test]
+    fn the_ssm_client_keeps_its_own_bounds_over_the_shared_configuration() {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(9))
+            .build();
+        let ssm = ssm_client(&sdk);
+        let c = ssm.config();
+        assert_eq!(c.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(c.retry_config().map(|r| r.max_attempts()), Some(3));
+        assert_eq!(
+            c.timeout_config().and_then(|t| t.operation_timeout()),
+            Some(Duration::from_secs(6))
+        );
+    }
 
     fn parse(raw: &str) -> Result<WebhookUrl, ConfigError> {
         WebhookUrl::parse(raw, URL_VAR)
