@@ -48,6 +48,10 @@ pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
 pub use tables::{create_idempotency_table, create_streamed_table, create_table};
 
+/// The lambda_http crate whose `Request` [`HttpApiRequest`] builds (its
+/// `http::Method`), for a test that does not depend on it itself.
+pub use lambda_http;
+
 /// The dynoxide crate this support runs, for a test that serves its own
 /// database (its streams, a file-backed one).
 pub use dynoxide;
