@@ -11,7 +11,9 @@
 #   variant; the SAM translator of the .venv that validate-template.sh sets
 #   up; not sam validate or cfn-lint, minutes instead of seconds), and
 #   scripts/check_deploy_params.py, which must not list the function;
-# - the workspace still checks, every target.
+# - the workspace still checks, every target, and among them the library's
+#   HTTP tests (REQUIRED_TARGETS: not silently skipped for want of a
+#   feature only the removed function turned on).
 # The copy's template.yaml is written by scripts/remove_function.py (JSON,
 # without everything under the function's Deploy* condition and the
 # parameters only that used), as an adopter would remove it by hand.
@@ -43,6 +45,11 @@ fi
 # after `make validate`).
 bash scripts/validate-template.sh --tools-only >/dev/null
 py="$root/.venv/bin/python"
+
+# Targets (package directory:kind:name) that must be checked in every
+# copy: a test target with `required-features` is skipped when no crate
+# left turns them on.
+REQUIRED_TARGETS=("lambda-idempotency:test:http")
 
 failed=()
 for member in "${members[@]}"; do
@@ -82,10 +89,37 @@ for member in "${members[@]}"; do
   fi
   [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]] && continue
   started=$(date +%s)
-  if (cd "$copy" && cargo check --workspace --all-targets --offline --quiet); then
-    echo "   checks without $member ($(($(date +%s) - started)) s)"
-  else
+  # The same check also proves the library's HTTP tests are still among
+  # its targets: cargo skips a target whose required features are off
+  # without a word (lambda-idempotency's `http` test needs `http`, which the
+  # testing crate turns on; were only a function to turn it on, removing
+  # that function would drop them). Read from the artifacts this one
+  # invocation reports (a fresh unit is reported too), not a second build.
+  artifacts="$copy/target/artifacts.json"
+  if ! (cd "$copy" && cargo check --workspace --all-targets --offline --quiet \
+    --message-format json-render-diagnostics >"$artifacts"); then
     failed+=("$member")
+  elif ! missing=$("$py" - "$artifacts" "${REQUIRED_TARGETS[@]}" <<'PY'
+import json, sys
+seen = set()
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        m = json.loads(line)
+        if m.get("reason") != "compiler-artifact":
+            continue
+        package = m["manifest_path"].replace("\\", "/").split("/")[-2]
+        for kind in m["target"]["kind"]:
+            seen.add(f"{package}:{kind}:{m['target']['name']}")
+missing = [t for t in sys.argv[2:] if t not in seen]
+print(" ".join(missing))
+sys.exit(1 if missing else 0)
+PY
+  ); then
+    echo "   without $member, cargo check --all-targets skipped: ${missing:-(no artifact list)}" >&2
+    echo "   (a target whose required features no remaining crate turns on)" >&2
+    failed+=("$member (targets skipped)")
+  else
+    echo "   checks without $member, ${REQUIRED_TARGETS[*]} among its targets ($(($(date +%s) - started)) s)"
   fi
 done
 

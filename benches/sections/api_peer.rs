@@ -6,7 +6,9 @@
 //! start and peak RSS.
 
 use super::*;
+use order_consumer::testing::lambda_http::http::Method;
 use order_consumer::testing::proxy::FaultProxy;
+use order_consumer::testing::{HttpApiCaller, HttpApiRequest};
 
 /// Requests per kind and run (one at a time, as Lambda feeds one
 /// environment).
@@ -22,42 +24,23 @@ pub fn order_body(i: usize) -> String {
 }
 
 /// `POST /orders` with this Idempotency-Key, as an API Gateway HTTP API
-/// (payload format 2.0) event from an IAM-authorised caller, shaped as
-/// order_api::testing::event builds it (this bench does not depend on the
-/// order API's crate).
+/// (payload format 2.0) event from an IAM-authorised caller, built by the
+/// testing crate's `HttpApiRequest` as order_api::testing::event builds it
+/// (this bench does not depend on the order API's crate). Empty if it could
+/// not be built (a key that is no header value): the API then answers no
+/// status, and the run fails saying so.
 pub fn post_event(key: &str, body: &str) -> Vec<u8> {
-    let now = epoch_ms();
-    serde_json::to_vec(&serde_json::json!({
-        "version": "2.0",
-        "routeKey": "POST /orders",
-        "rawPath": "/orders",
-        "rawQueryString": "",
-        "headers": {
-            "host": "abc123.execute-api.us-east-1.amazonaws.com",
-            "user-agent": "bench",
-            "content-type": "application/json",
-            "idempotency-key": key,
-        },
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abc123",
-            "authorizer": {"iam": {"accessKey": "AKIAEXAMPLE", "accountId": "123456789012",
-                "callerId": "AIDAEXAMPLE", "principalOrgId": null, "userArn": CALLER_ARN,
-                "userId": "AIDAEXAMPLE"}},
-            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abc123",
-            "http": {"method": "POST", "path": "/orders", "protocol": "HTTP/1.1",
-                     "sourceIp": "192.0.2.1", "userAgent": "bench"},
-            "requestId": format!("req-{now}"),
-            "routeKey": "POST /orders",
-            "stage": "$default",
-            "time": "04/Dec/2026:20:00:00 +0000",
-            "timeEpoch": now,
-        },
-        "body": body,
-        "isBase64Encoded": false,
-    }))
-    .unwrap_or_default()
+    HttpApiRequest::new(Method::POST, "/orders")
+        .route_key("POST /orders")
+        .header("user-agent", "bench")
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(body)
+        .caller(HttpApiCaller::iam(CALLER_ARN))
+        .event()
+        .ok()
+        .and_then(|ev| serde_json::to_vec(&ev).ok())
+        .unwrap_or_default()
 }
 
 /// The HTTP status of an API answer.

@@ -20,10 +20,13 @@
 //! - [`labels`]: a verdict's metric labels checked against its variants.
 //! - [`http1`]: the one HTTP/1.1 reader these local servers share.
 //! - [`rng`]: a seeded RNG, so a failing seed replays.
+//! - [`api_gateway`]: API Gateway HTTP API (payload 2.0) requests, read by
+//!   `lambda_http`'s own deserializer.
 
 // Test support reports on stderr what it could not clean up.
 #![allow(clippy::print_stderr)]
 
+pub mod api_gateway;
 pub mod dynamodb;
 pub mod http1;
 pub mod kinesis;
@@ -37,12 +40,17 @@ pub mod sqs_endpoint;
 pub mod stream_records;
 pub mod tables;
 
+pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest};
 pub use dynamodb::{
     RequestCounter, client_for, client_with, scan_all, serve_dynoxide, start_dynoxide, unique_name,
 };
 pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
 pub use tables::{create_idempotency_table, create_streamed_table, create_table};
+
+/// The lambda_http crate whose `Request` [`HttpApiRequest`] builds (its
+/// `http::Method`), for a test that does not depend on it itself.
+pub use lambda_http;
 
 /// The dynoxide crate this support runs, for a test that serves its own
 /// database (its streams, a file-backed one).

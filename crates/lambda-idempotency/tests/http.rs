@@ -21,7 +21,8 @@ use lambda_idempotency::idempotency::{
 };
 use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency_testing::{
-    RequestCounter, client_for, create_table, scan_all, start_dynoxide, unique_name,
+    HttpApiCaller, HttpApiRequest, RequestCounter, client_for, create_table, scan_all,
+    start_dynoxide, unique_name,
 };
 use serde_json::{Value, json};
 
@@ -122,27 +123,17 @@ fn request_to(
     body: &str,
     caller: Option<&str>,
 ) -> Request {
-    let mut headers = serde_json::Map::new();
-    headers.insert("content-type".into(), json!("application/json"));
+    let method = Method::from_bytes(method.as_bytes()).expect("a method");
+    let mut r = HttpApiRequest::new(method, path)
+        .header("content-type", "application/json")
+        .body(body);
     if let Some(k) = key {
-        headers.insert("idempotency-key".into(), json!(k));
+        r = r.header("idempotency-key", k);
     }
-    let mut context = json!({
-        "accountId": "123456789012", "apiId": "abc", "domainName": "abc.example",
-        "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
-        "time": "02/Dec/2026:04:00:00 +0000", "timeEpoch": 0,
-        "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-                 "sourceIp": "192.0.2.1", "userAgent": "test"},
-    });
     if let Some(arn) = caller {
-        context["authorizer"] = json!({"iam": {"accessKey": "AKIA", "accountId": "123456789012",
-            "callerId": "AIDA", "principalOrgId": null, "userArn": arn, "userId": "AIDA"}});
+        r = r.caller(HttpApiCaller::iam(arn));
     }
-    let ev = json!({
-        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
-        "headers": headers, "requestContext": context, "isBase64Encoded": false, "body": body,
-    });
-    lambda_http::request::from_str(&ev.to_string()).expect("an HTTP API event")
+    r.build().expect("an HTTP API request")
 }
 
 const ALICE: Option<&str> = Some("arn:aws:iam::123456789012:user/alice");

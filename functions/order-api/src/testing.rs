@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
@@ -13,7 +14,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::time::epoch_ms;
-use order_consumer::testing::{RequestCounter, TestDb, create_table, scan_all};
+use order_consumer::testing::{
+    HttpApiCaller, HttpApiRequest, RequestCounter, TestDb, create_table, scan_all,
+};
 
 /// A [`TestDb`] (the orders table) with an idempotency table beside it.
 pub struct ApiDb {
@@ -116,7 +119,50 @@ pub enum Caller<'a> {
 /// template's routes (IAM authorization, `API_AUTH` unset) see.
 pub const ALICE: Caller<'static> = Caller::Iam("arn:aws:iam::123456789012:user/alice");
 
-/// An API Gateway HTTP API (payload format 2.0) event, as JSON.
+impl From<&Caller<'_>> for HttpApiCaller {
+    fn from(caller: &Caller<'_>) -> Self {
+        match *caller {
+            Caller::Anonymous => HttpApiCaller::Anonymous,
+            Caller::Jwt(iss, sub) => HttpApiCaller::jwt(iss, sub),
+            Caller::Iam(arn) => HttpApiCaller::iam(arn),
+            Caller::Lambda(principal) => HttpApiCaller::lambda(principal),
+        }
+    }
+}
+
+/// An API Gateway HTTP API (payload format 2.0) request to the template's
+/// routes (`routeKey`, and `pathParameters` for `/orders/{orderId}`), the
+/// event shaped by the testing crate's builder (which joins a repeated
+/// header with commas, as HTTP API does).
+pub fn http_api(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+    caller: &Caller<'_>,
+) -> HttpApiRequest {
+    let method = Method::from_bytes(method.as_bytes()).expect("a test's method");
+    let mut r = HttpApiRequest::new(method.clone(), path)
+        .header("user-agent", "curl/8.5.0")
+        .caller(caller.into());
+    match path.strip_prefix("/orders/") {
+        Some(id) => {
+            r = r
+                .route_key(format!("{method} /orders/{{orderId}}"))
+                .path_parameter("orderId", id);
+        }
+        None => r = r.route_key(format!("{method} {path}")),
+    }
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    if let Some(b) = body {
+        r = r.body(b);
+    }
+    r
+}
+
+/// [`http_api`]'s event as JSON, as API Gateway sends it to the binary.
 pub fn event(
     method: &str,
     path: &str,
@@ -124,74 +170,22 @@ pub fn event(
     body: Option<&str>,
     caller: &Caller<'_>,
 ) -> Value {
-    let route = if path.starts_with("/orders/") {
-        format!("{method} /orders/{{orderId}}")
-    } else {
-        format!("{method} {path}")
-    };
-    let mut hs = serde_json::Map::new();
-    hs.insert(
-        "host".into(),
-        json!("abc123.execute-api.us-east-1.amazonaws.com"),
-    );
-    hs.insert("user-agent".into(), json!("curl/8.5.0"));
-    for (k, v) in headers {
-        // HTTP API lower-cases names and joins repeated headers with commas.
-        let k = k.to_ascii_lowercase();
-        let joined = match hs.get(&k).and_then(Value::as_str) {
-            Some(prev) => format!("{prev},{v}"),
-            None => (*v).to_owned(),
-        };
-        hs.insert(k, json!(joined));
-    }
-    let authorizer = match caller {
-        Caller::Anonymous => Value::Null,
-        Caller::Jwt(iss, sub) => {
-            json!({"jwt": {"claims": {"iss": iss, "sub": sub}, "scopes": null}})
-        }
-        Caller::Iam(arn) => json!({"iam": {"accessKey": "AKIAEXAMPLE", "accountId": "123456789012",
-            "callerId": "AIDAEXAMPLE", "principalOrgId": null, "userArn": arn, "userId": "AIDAEXAMPLE"}}),
-        Caller::Lambda(principal) => {
-            json!({"lambda": {"principalId": principal, "tenant": "t-1"}})
-        }
-    };
-    let mut context = json!({
-        "accountId": "123456789012",
-        "apiId": "abc123",
-        "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-        "domainPrefix": "abc123",
-        "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-                 "sourceIp": "192.0.2.1", "userAgent": "curl/8.5.0"},
-        "requestId": format!("req-{}", epoch_ms()),
-        "routeKey": route,
-        "stage": "$default",
-        "time": "02/Dec/2026:04:00:00 +0000",
-        "timeEpoch": epoch_ms(),
-    });
-    if !authorizer.is_null() {
-        context["authorizer"] = authorizer;
-    }
-    let mut ev = json!({
-        "version": "2.0",
-        "routeKey": route,
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": hs,
-        "requestContext": context,
-        "isBase64Encoded": false,
-    });
-    if let Some(id) = path.strip_prefix("/orders/") {
-        ev["pathParameters"] = json!({"orderId": id});
-    }
-    if let Some(b) = body {
-        ev["body"] = json!(b);
-    }
-    ev
+    http_api(method, path, headers, body, caller)
+        .event()
+        .expect("an HTTP API event")
 }
 
-/// The request `lambda_http` makes of an HTTP API event.
-pub fn request(ev: &Value) -> Request {
-    lambda_http::request::from_str(&ev.to_string()).expect("an HTTP API event lambda_http reads")
+/// [`http_api`]'s request, as `lambda_http` reads it.
+pub fn request(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+    caller: &Caller<'_>,
+) -> Request {
+    http_api(method, path, headers, body, caller)
+        .build()
+        .expect("an HTTP API request")
 }
 
 /// `POST /orders` with a JSON body and, if given, an Idempotency-Key.
@@ -200,20 +194,14 @@ pub fn post(key: Option<&str>, body: &str, caller: &Caller<'_>) -> Request {
     if let Some(k) = key {
         headers.push(("idempotency-key", k));
     }
-    request(&event("POST", "/orders", &headers, Some(body), caller))
+    request("POST", "/orders", &headers, Some(body), caller)
 }
 
 /// `GET /orders/{orderId}` by `caller`; `order_id` goes into the path as
 /// it is (percent-encode it first for an id with spaces or non-ASCII, as
 /// a client must).
 pub fn get(order_id: &str, caller: &Caller<'_>) -> Request {
-    request(&event(
-        "GET",
-        &format!("/orders/{order_id}"),
-        &[],
-        None,
-        caller,
-    ))
+    request("GET", &format!("/orders/{order_id}"), &[], None, caller)
 }
 
 /// The body of a valid order.

@@ -68,18 +68,14 @@
 //! # use lambda_idempotency_testing as testing;
 //! # let client = testing::client_for(&testing::start_dynoxide().await);
 //! # testing::create_table(&client, "idempotency", "id").await?;
-//! # let request = |key: &str| lambda_http::request::from_str(&serde_json::json!({
-//! #     "version": "2.0", "routeKey": "$default", "rawPath": "/payments", "rawQueryString": "",
-//! #     "headers": {"idempotency-key": key, "content-type": "application/json"},
-//! #     "requestContext": {"accountId": "1", "apiId": "a", "domainName": "a", "domainPrefix": "a",
-//! #         "requestId": "r", "routeKey": "$default", "stage": "$default",
-//! #         "time": "04/Dec/2026:00:00:00 +0000", "timeEpoch": 0,
-//! #         "http": {"method": "POST", "path": "/payments", "protocol": "HTTP/1.1",
-//! #                  "sourceIp": "192.0.2.1", "userAgent": "doc"},
-//! #         "authorizer": {"iam": {"accessKey": "A", "accountId": "1", "callerId": "C",
-//! #             "principalOrgId": null, "userArn": "arn:aws:iam::1:user/doc", "userId": "U"}}},
-//! #     "isBase64Encoded": false, "body": "{\"amount\":500}",
-//! # }).to_string());
+//! # let request = |key: &str| {
+//! #     testing::HttpApiRequest::new(lambda_http::http::Method::POST, "/payments")
+//! #         .header("idempotency-key", key)
+//! #         .header("content-type", "application/json")
+//! #         .body("{\"amount\":500}")
+//! #         .caller(testing::HttpApiCaller::iam("arn:aws:iam::1:user/doc"))
+//! #         .build()
+//! # };
 //! # let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
 //! # let counted = calls.clone();
 //! let table = IdempotencyTable::new("idempotency")?;
@@ -130,18 +126,14 @@
 //! # testing::create_table(&client, "idempotency", "id").await?;
 //! # let table = IdempotencyTable::new("idempotency")?;
 //! # let store = IdempotencyStore::new(client, table, IdempotencyOptions::default())?;
-//! # let request = |key: &str| lambda_http::request::from_str(&serde_json::json!({
-//! #     "version": "2.0", "routeKey": "$default", "rawPath": "/payments", "rawQueryString": "",
-//! #     "headers": {"idempotency-key": key, "content-type": "application/json"},
-//! #     "requestContext": {"accountId": "1", "apiId": "a", "domainName": "a", "domainPrefix": "a",
-//! #         "requestId": "r", "routeKey": "$default", "stage": "$default",
-//! #         "time": "04/Dec/2026:00:00:00 +0000", "timeEpoch": 0,
-//! #         "http": {"method": "POST", "path": "/payments", "protocol": "HTTP/1.1",
-//! #                  "sourceIp": "192.0.2.1", "userAgent": "doc"},
-//! #         "authorizer": {"iam": {"accessKey": "A", "accountId": "1", "callerId": "C",
-//! #             "principalOrgId": null, "userArn": "arn:aws:iam::1:user/doc", "userId": "U"}}},
-//! #     "isBase64Encoded": false, "body": "{\"amount\":500}",
-//! # }).to_string());
+//! # let request = |key: &str| {
+//! #     testing::HttpApiRequest::new(lambda_http::http::Method::POST, "/payments")
+//! #         .header("idempotency-key", key)
+//! #         .header("content-type", "application/json")
+//! #         .body("{\"amount\":500}")
+//! #         .caller(testing::HttpApiCaller::iam("arn:aws:iam::1:user/doc"))
+//! #         .build()
+//! # };
 //! async fn pay(body: String) -> (axum::http::StatusCode, String) {
 //!     (axum::http::StatusCode::CREATED, format!("{{\"paid\":{}}}", body.len()))
 //! }

@@ -261,7 +261,7 @@ async fn a_bad_key_or_body_is_400_or_415_and_nothing_is_stored() {
         }
         let r = send(
             &api,
-            request(&event("POST", "/orders", &headers, Some(BODY), &ALICE)),
+            request("POST", "/orders", &headers, Some(BODY), &ALICE),
         )
         .await;
         assert!(is_problem(&r, 415), "{ct:?}: {}", text(&r));
@@ -523,7 +523,7 @@ async fn two_idempotency_keys_in_one_request_are_400_and_nothing_is_stored() {
         ("k1", "k1"),
         ("\"k1\"", "k2"),
     ] {
-        let ev = event(
+        let req = request(
             "POST",
             "/orders",
             &[
@@ -534,7 +534,7 @@ async fn two_idempotency_keys_in_one_request_are_400_and_nothing_is_stored() {
             Some(BODY),
             &ALICE,
         );
-        let r = send(&api, request(&ev)).await;
+        let r = send(&api, req).await;
         assert!(is_problem(&r, 400), "{k1} + {k2}: {}", text(&r));
         let detail = json_of(&r)["detail"].as_str().unwrap().to_owned();
         assert!(detail.contains("once"), "{detail}");
@@ -619,17 +619,13 @@ async fn unknown_orders_and_routes_are_problems() {
     ));
     let long = "x".repeat(300);
     assert!(is_problem(&send(&api, get(&long, &ALICE)).await, 404));
-    let r = send(&api, request(&event("GET", "/orders", &[], None, &ALICE))).await;
+    let r = send(&api, request("GET", "/orders", &[], None, &ALICE)).await;
     assert!(is_problem(&r, 405));
     assert_eq!(header(&r, "allow"), Some("POST"));
-    let r = send(
-        &api,
-        request(&event("DELETE", "/orders/o", &[], None, &ALICE)),
-    )
-    .await;
+    let r = send(&api, request("DELETE", "/orders/o", &[], None, &ALICE)).await;
     assert!(is_problem(&r, 405));
     assert!(is_problem(
-        &send(&api, request(&event("GET", "/", &[], None, &ALICE))).await,
+        &send(&api, request("GET", "/", &[], None, &ALICE)).await,
         404
     ));
 }
