@@ -103,6 +103,42 @@ pub fn new_request_id() -> String {
 }
 
 impl RuntimeApi {
+    /// `binary` as Lambda would start it against this emulator: a cleared
+    /// environment with the Runtime API's address, the function's name,
+    /// memory, version and log names, and offline AWS settings (a region,
+    /// static test credentials, no instance metadata, no config files), so
+    /// that the SDK never reaches for a real endpoint or credential. Its
+    /// stdin and stdout are closed (stderr stays, for a failing test's
+    /// logs) and it is killed when dropped. Add the function's own
+    /// variables (its table, `AWS_ENDPOINT_URL_DYNAMODB`) and spawn it.
+    pub fn command(
+        &self,
+        binary: impl AsRef<std::ffi::OsStr>,
+        function_name: &str,
+    ) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(binary);
+        cmd.env_clear()
+            .env("AWS_LAMBDA_RUNTIME_API", self.addr.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", function_name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env(
+                "AWS_LAMBDA_LOG_GROUP_NAME",
+                format!("/aws/lambda/{function_name}"),
+            )
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/12/04/[$LATEST]test")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "AKIDTEST")
+            .env("AWS_SECRET_ACCESS_KEY", "test-secret")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
     /// Listen on 127.0.0.1:0 and serve until dropped.
     pub async fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")

@@ -3,7 +3,6 @@
 //! the real binary under the Lambda Runtime API emulator with a Kinesis
 //! event and an SQS event as Lambda sends them.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use audit_trail::{AuditHandler, AuditOutcome, NAME};
@@ -103,26 +102,10 @@ impl Db {
 
 /// The binary's command as Lambda would start it, on `source`.
 fn binary(api: &RuntimeApi, source: &str) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_audit-trail"));
-    cmd.env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "audit-trail")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/audit-trail")
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/12/04/[$LATEST]test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "AKIDTEST")
-        .env("AWS_SECRET_ACCESS_KEY", "test-secret")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-        .env("EVENT_SOURCE", source)
+    let mut cmd = api.command(env!("CARGO_BIN_EXE_audit-trail"), "audit-trail");
+    cmd.env("EVENT_SOURCE", source)
         // No SQS here: returned messages keep the queue's timeout.
-        .env("RETRY_BACKOFF", "off")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .kill_on_drop(true);
+        .env("RETRY_BACKOFF", "off");
     cmd
 }
 

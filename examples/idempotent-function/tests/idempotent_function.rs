@@ -2,7 +2,6 @@
 //! DynamoDB (in-process dynoxide) and a local payment provider that counts
 //! the charges it receives per payment id.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use lambda_idempotency::time::epoch_ms;
@@ -30,24 +29,11 @@ impl Env {
             .expect("create table");
         let provider = Provider::start().await;
         let api = RuntimeApi::start().await;
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_idempotent-function"))
-            .env_clear()
-            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
-            .env("AWS_LAMBDA_FUNCTION_NAME", "charge")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "AKIDTEST")
-            .env("AWS_SECRET_ACCESS_KEY", "test-secret")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        let child = api
+            .command(env!("CARGO_BIN_EXE_idempotent-function"), "charge")
             .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
             .env("TABLE_NAME", &table)
             .env("PROVIDER_URL", &provider.url)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .expect("spawn the idempotent-function binary");
         Env {

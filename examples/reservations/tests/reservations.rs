@@ -3,7 +3,6 @@
 //! classification, its labels, and the real binary under the Lambda
 //! Runtime API emulator.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -168,27 +167,12 @@ fn a_refusal_is_read_from_the_stored_status() {
 async fn the_binary_answers_a_batch_under_the_runtime_api() {
     let db = Db::new().await;
     let api = RuntimeApi::start().await;
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reservations"))
-        .env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "reservations")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/reservations")
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/12/04/[$LATEST]test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "AKIDTEST")
-        .env("AWS_SECRET_ACCESS_KEY", "test-secret")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    let mut child = api
+        .command(env!("CARGO_BIN_EXE_reservations"), "reservations")
         .env("AWS_ENDPOINT_URL_DYNAMODB", &db.endpoint)
         .env("TABLE_NAME", &db.table)
         // No SQS here: returned messages keep the queue's timeout.
         .env("RETRY_BACKOFF", "off")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn the reservations binary");
 
