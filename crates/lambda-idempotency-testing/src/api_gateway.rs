@@ -320,32 +320,28 @@ impl HttpApiRequest {
 }
 
 /// `secs` since the epoch as API Gateway's `requestContext.time`, the
-/// common log format (`04/Dec/2026:00:00:00 +0000`), in UTC.
+/// common log format (`04/Dec/2026:00:00:00 +0000`), in UTC: the library's
+/// RFC 3339 date (`2026-12-04T00:00:00.000Z`) with its fields reordered, so
+/// that the calendar arithmetic lives in one place.
 fn clf_time(secs: u64) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's days-to-civil, for days since 1970-01-01 (u64 days
-    // are never before the epoch, so no negative era).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let name = MONTHS
-        .get(usize::try_from(month - 1).unwrap_or(0))
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let iso = lambda_idempotency::time::rfc3339(t);
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`: fixed widths for the years this is used for.
+    let (year, month, day, clock) = (
+        iso.get(0..4).unwrap_or("1970"),
+        iso.get(5..7).unwrap_or("01"),
+        iso.get(8..10).unwrap_or("01"),
+        iso.get(11..19).unwrap_or("00:00:00"),
+    );
+    let name = month
+        .parse::<usize>()
+        .ok()
+        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
         .unwrap_or(&"Jan");
-    format!(
-        "{day:02}/{name}/{year}:{:02}:{:02}:{:02} +0000",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{day}/{name}/{year}:{clock} +0000")
 }
 
 #[cfg(test)]
