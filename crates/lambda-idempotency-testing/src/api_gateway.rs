@@ -132,7 +132,9 @@ pub enum HttpApiError {
 impl fmt::Display for HttpApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            HttpApiError::Path => "the path is not an absolute URI path without a query",
+            HttpApiError::Path => {
+                "the path is not an absolute URI path without a query, or the query holds a space or `#`"
+            }
             HttpApiError::HeaderName => "a header name is not a valid HTTP header name",
             HttpApiError::HeaderValue => "a header value is not a valid HTTP header value",
             HttpApiError::ReservedHeader => "host and x-forwarded-proto are set by API Gateway",
@@ -160,6 +162,7 @@ enum EventBody {
 pub struct HttpApiRequest {
     method: Method,
     path: String,
+    query: String,
     route_key: Option<String>,
     path_parameters: Vec<(String, String)>,
     headers: Vec<(String, String)>,
@@ -178,6 +181,7 @@ impl HttpApiRequest {
         HttpApiRequest {
             method,
             path: path.into(),
+            query: String::new(),
             route_key: None,
             path_parameters: Vec::new(),
             headers: Vec::new(),
@@ -190,6 +194,14 @@ impl HttpApiRequest {
     /// `$default` unless set.
     pub fn route_key(mut self, route_key: impl Into<String>) -> Self {
         self.route_key = Some(route_key.into());
+        self
+    }
+
+    /// The query string as the client sent it, without the `?`
+    /// (`rawQueryString`; `queryStringParameters` is its parameters, a
+    /// repeated one joined with commas, as API Gateway does).
+    pub fn query(mut self, raw: impl Into<String>) -> Self {
+        self.query = raw.into();
         self
     }
 
@@ -288,11 +300,26 @@ impl HttpApiRequest {
             "version": "2.0",
             "routeKey": route_key,
             "rawPath": self.path,
-            "rawQueryString": "",
+            "rawQueryString": self.query,
             "headers": headers,
             "requestContext": context,
             "isBase64Encoded": matches!(self.body, Some(EventBody::Binary(_))),
         });
+        if !self.query.is_empty() {
+            if self.query.contains('#') || self.query.contains(' ') {
+                return Err(HttpApiError::Path);
+            }
+            let mut params = Map::new();
+            for pair in self.query.split('&').filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                let joined = match params.get(k).and_then(Value::as_str) {
+                    Some(before) => format!("{before},{v}"),
+                    None => v.to_owned(),
+                };
+                params.insert(k.to_owned(), json!(joined));
+            }
+            event["queryStringParameters"] = Value::Object(params);
+        }
         if !self.path_parameters.is_empty() {
             let params: Map<String, Value> = self
                 .path_parameters

@@ -51,6 +51,10 @@ pub enum StoreError {
     /// names the attribute or type, never a value.
     #[error("the stored item is malformed: {0}")]
     CorruptItem(String),
+    /// The record would be larger than DynamoDB's item limit (400 KB,
+    /// with some headroom): not sent, since DynamoDB would refuse it.
+    #[error("the record would be larger than DynamoDB's item limit")]
+    ItemTooLarge,
     /// A conditional write was refused with no item to classify it by.
     #[error("the condition failed but no stored item came back (ALL_OLD not honoured?)")]
     RefusedWithoutItem,
@@ -77,6 +81,7 @@ impl StoreError {
             StoreError::TableNotFound
             | StoreError::AccessDenied { .. }
             | StoreError::Client { .. }
+            | StoreError::ItemTooLarge
             | StoreError::CorruptItem(_) => false,
         }
     }

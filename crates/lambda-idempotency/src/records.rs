@@ -401,8 +401,24 @@ impl KinesisMessage {
         // Taken out, and an empty string left in its place, so the rest of
         // the record reads whatever the data holds.
         let data = kinesis.insert("data".into(), Value::String(String::new()));
+        // Taken out too, and read here: aws_lambda_events' reader (1.2)
+        // multiplies the fraction's digits as an integer, which overflows
+        // on a long one (`0.123456789012345`): a panic in a debug build, a
+        // wrong time in release, and wrong for any fraction that is not
+        // three digits. A time that is not epoch seconds fails this record.
+        let arrival = kinesis.insert(ARRIVAL.into(), Value::from(0));
         let mut record = KinesisEventRecord::deserialize(Value::Object(fields))
             .map_err(|_| "a Kinesis record's fields do not have the types Lambda sends")?;
+        let arrived = match arrival.as_ref().and_then(arrival_time) {
+            Some(at) => {
+                record.kinesis.approximate_arrival_timestamp.0 = at;
+                None
+            }
+            None => Some(ParseError::InvalidValue {
+                path: format!("kinesis.{ARRIVAL}"),
+                reason: "must be epoch seconds",
+            }),
+        };
         let unreadable = match data {
             None => Some(ParseError::MissingBody),
             Some(Value::String(text)) => match Base64Data::deserialize(Value::String(text)) {
@@ -420,8 +436,45 @@ impl KinesisMessage {
                 expected: "a base64 string",
             }),
         };
-        Ok(KinesisMessage { record, unreadable })
+        Ok(KinesisMessage {
+            record,
+            unreadable: unreadable.or(arrived),
+        })
     }
+}
+
+/// The field of a Kinesis record's arrival time.
+#[cfg(feature = "kinesis")]
+const ARRIVAL: &str = "approximateArrivalTimestamp";
+
+/// A Kinesis arrival time: epoch seconds with a fraction, as a number (or
+/// a numeric string, as aws_lambda_events also reads), to the nanosecond
+/// an `f64` holds; `None` for anything else, or a time out of range.
+#[cfg(feature = "kinesis")]
+fn arrival_time(value: &serde_json::Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    let text = match value {
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::String(s) => s.trim().to_owned(),
+        _ => return None,
+    };
+    // Read from the decimal text, so that `1545084650.987` is 987 ms
+    // exactly (an f64 holds it as .98699998...); digits past the
+    // nanosecond are dropped.
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    if whole.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        // A sign, an exponent (1.5e9), anything else: not Lambda's form.
+        return None;
+    }
+    let seconds: i64 = whole.parse().ok()?;
+    let mut nanos: u32 = 0;
+    for i in 0..9 {
+        let digit = fraction.as_bytes().get(i).map_or(0, |b| b - b'0');
+        nanos = nanos * 10 + u32::from(digit);
+    }
+    chrono::DateTime::from_timestamp(seconds, nanos)
 }
 
 /// A record whose data `aws_lambda_events` has already decoded.
@@ -809,6 +862,70 @@ mod kinesis_tests {
         ));
     }
 
+    /// aws_lambda_events' own reader of the arrival time multiplies the
+    /// fraction's digits as an integer: `0.123456789012345` overflowed it
+    /// (a panic in this debug build). Read here instead, exactly; one that
+    /// is not epoch seconds fails its record only, without its value.
+    #[test]
+    fn an_arrival_time_is_read_exactly_and_a_bad_one_fails_its_record_only() {
+        let at = |v: serde_json::Value| {
+            let mut r = record_json(Some(SEQ_1), "a", "b2s=");
+            r["kinesis"]["approximateArrivalTimestamp"] = v;
+            r
+        };
+        let batch = read(vec![
+            at(serde_json::json!(0.123456789012345)),
+            at(serde_json::json!(1545084650.987)),
+            at(serde_json::json!(1545084650.5)),
+            at(serde_json::json!(1545084650)),
+            at(serde_json::json!("1545084650.25")),
+        ])
+        .expect("the event reads, without a panic");
+        let nanos: Vec<(i64, u32)> = batch
+            .records
+            .iter()
+            .map(|r| {
+                assert_eq!(r.data(), Ok(&b"ok"[..]));
+                let t = r.record().kinesis.approximate_arrival_timestamp.0;
+                (t.timestamp(), t.timestamp_subsec_nanos())
+            })
+            .collect();
+        assert_eq!(
+            nanos,
+            [
+                (0, 123_456_789),
+                (1545084650, 987_000_000),
+                (1545084650, 500_000_000),
+                (1545084650, 0),
+                (1545084650, 250_000_000),
+            ]
+        );
+        let mut missing = record_json(Some(SEQ_2), "a", "b2s=");
+        missing["kinesis"]
+            .as_object_mut()
+            .map(|k| k.remove("approximateArrivalTimestamp"));
+        let bad = [
+            at(serde_json::json!("secret-value")),
+            at(serde_json::json!(-1.5)),
+            at(serde_json::json!(1.5e300)),
+            at(serde_json::json!(true)),
+            missing,
+        ];
+        let batch = read(bad.to_vec()).expect("the event still reads");
+        for r in &batch.records {
+            let e = r.data().expect_err("that record's error");
+            assert_eq!(
+                e,
+                ParseError::InvalidValue {
+                    path: "kinesis.approximateArrivalTimestamp".into(),
+                    reason: "must be epoch seconds",
+                }
+            );
+            assert!(!e.to_string().contains("secret"), "{e}");
+            assert!(r.id().is_some(), "still named, so it is reported");
+        }
+    }
+
     #[test]
     fn a_missing_or_blank_sequence_number_is_no_id() {
         let batch = read(vec![
@@ -831,9 +948,9 @@ mod kinesis_tests {
         let err = read(vec![inner_array]).expect_err("an array `kinesis`");
         assert!(err.to_string().contains("record 0"), "{err}");
         let mut bad_type = record_json(Some(SEQ_1), "a", "b2s=");
-        bad_type["kinesis"]["approximateArrivalTimestamp"] = "secret-value".into();
+        bad_type["kinesis"]["partitionKey"] = serde_json::json!(["secret-value"]);
         let err = read(vec![record_json(Some(SEQ_2), "a", "b2s="), bad_type])
-            .expect_err("a timestamp that is text");
+            .expect_err("a partition key that is an array");
         assert!(err.to_string().contains("record 1"), "{err}");
         assert!(!err.to_string().contains("secret-value"), "{err}");
         assert!(serde_json::from_str::<KinesisBatch>("[]").is_err());

@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 
 /// A fresh idempotency table (and a table for the toy's own writes).
 struct Db {
+    endpoint: String,
     client: Client,
     table: String,
     effects: String,
@@ -35,12 +36,14 @@ struct Db {
 
 impl Db {
     async fn new() -> Db {
-        let client = client_for(&start_dynoxide().await);
+        let endpoint = start_dynoxide().await;
+        let client = client_for(&endpoint);
         let table = unique_name("http-idem");
         let effects = unique_name("http-effects");
         create_table(&client, &table, "id").await.expect("table");
         create_table(&client, &effects, "pk").await.expect("table");
         Db {
+            endpoint,
             client,
             table,
             effects,
@@ -382,26 +385,25 @@ async fn an_inner_5xx_or_error_gives_the_key_back() {
 /// over DynamoDB's 400 KB item limit, which dynoxide enforces): the key is
 /// kept, so the client's retry is held off (409) instead of running the
 /// effect a second time.
+/// The completion is refused (a validation error DynamoDB would answer
+/// for, say, a removed TTL attribute's type): the service ran, so its key
+/// is kept, in progress until its lease ends, and the retry is 409, not a
+/// second run.
 #[tokio::test]
 async fn a_completion_that_fails_after_the_service_ran_keeps_the_key() {
+    use lambda_idempotency_testing::proxy::{Fault, FaultProxy};
     let db = Db::new().await;
-    let calls = Arc::new(AtomicU64::new(0));
-    let counted = calls.clone();
-    let svc =
-        IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(service_fn(move |_req: Request| {
-            let calls = counted.clone();
-            async move {
-                calls.fetch_add(1, Ordering::SeqCst);
-                let r = Response::builder()
-                    .status(201)
-                    .header("content-type", "application/json")
-                    .body(Body::Text(format!("\"{}\"", "x".repeat(500 * 1024))))?;
-                Ok::<_, lambda_http::Error>(r)
-            }
-        }));
+    let proxy = FaultProxy::start(&db.endpoint, 31).await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store_with(client_for(&proxy.url())), AuthMode::Iam)
+        .layer(toy.service());
+    proxy.set_first(
+        Fault::ByOperation(&[("UpdateItem", Fault::Error(400, "ValidationException"))]),
+        1,
+    );
     let r = send(&svc, request("POST", Some("big"), BODY, ALICE)).await;
     assert!(r.status().is_server_error(), "{}", r.status());
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(toy.calls(), 1);
     let again = send(&svc, request("POST", Some("big"), BODY, ALICE)).await;
     assert_eq!(
         again.status(),
@@ -409,7 +411,7 @@ async fn a_completion_that_fails_after_the_service_ran_keeps_the_key() {
         "the key is still held: {}",
         text(&again)
     );
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "the effect ran once");
+    assert_eq!(toy.calls(), 1, "the effect ran once");
     assert_eq!(db.records().await.len(), 1, "the claim is kept");
 }
 
@@ -496,9 +498,17 @@ fn router(calls: Arc<AtomicU64>) -> axum::Router {
         calls.fetch_add(1, Ordering::SeqCst);
         "x".repeat(AXUM_LIMIT + 1)
     }
+    async fn busy(State(calls): State<Arc<AtomicU64>>) -> (axum::http::StatusCode, String) {
+        calls.fetch_add(1, Ordering::SeqCst);
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "x".repeat(AXUM_LIMIT * 2),
+        )
+    }
     axum::Router::new()
         .route("/things", post(things))
         .route("/big", post(big))
+        .route("/busy", post(busy))
         .with_state(calls)
 }
 
@@ -544,31 +554,288 @@ async fn an_axum_router_behind_the_layer_runs_once_replays_and_refuses_another_p
     assert_eq!(calls.load(Ordering::SeqCst), 1, "the router ran once");
 }
 
+/// An answer over the limit: the router ran, so its key is completed with
+/// the problem `response-too-large`, which the first request and every
+/// retry get; the router does not run again (it did, after every lease,
+/// when the key was only kept).
 #[tokio::test]
-async fn an_axum_answer_over_the_limit_is_500_and_keeps_the_key() {
+async fn an_axum_answer_over_the_limit_is_500_and_completes_the_key_with_it() {
     let db = Db::new().await;
     let calls = Arc::new(AtomicU64::new(0));
     let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam)
         .max_response_bytes(AXUM_LIMIT)
         .collecting(router(calls.clone()));
-    let mut req = request("POST", Some("big1"), BODY, ALICE);
-    *req.uri_mut() = "/big".parse().expect("a path");
-    let r = send(&svc, req).await;
-    assert_eq!(r.status(), 500, "{}", text(&r));
-    assert!(problem_type(&r).ends_with("internal-error"));
-    assert!(text(&r).len() < AXUM_LIMIT, "the problem, not the body");
-    // The router ran: its key is kept (in progress until its lease ends),
-    // so the client's retry does not run it again at once.
-    let mut retry = request("POST", Some("big1"), BODY, ALICE);
-    *retry.uri_mut() = "/big".parse().expect("a path");
-    let r = send(&svc, retry).await;
-    assert_eq!(r.status(), 409, "{}", text(&r));
+    let big = || request_to("POST", "/big", Some("big1"), BODY, ALICE);
+    let first = send(&svc, big()).await;
+    assert_eq!(first.status(), 500, "{}", text(&first));
+    assert!(problem_type(&first).ends_with(":response-too-large"));
+    assert!(text(&first).len() < AXUM_LIMIT, "the problem, not the body");
+    let retry = send(&svc, big()).await;
+    assert_eq!(retry.status(), 500, "{}", text(&retry));
+    assert_eq!(retry.body(), first.body(), "the same answer");
+    assert_eq!(header(&retry, "idempotent-replayed"), Some("true"));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let records = db.records().await;
+    assert_eq!(text_of(&records[0], "status"), "COMPLETED");
     // A GET passes through with the larger pass-through limit.
     let mut get = request("GET", None, "", ALICE);
     *get.uri_mut() = "/things".parse().expect("a path");
     let r = send(&svc, get).await;
     assert_eq!(r.status(), 405, "the router's own answer");
+}
+
+fn text_of(item: &std::collections::HashMap<String, AttributeValue>, k: &str) -> String {
+    match item.get(k) {
+        Some(AttributeValue::S(v)) | Some(AttributeValue::N(v)) => v.clone(),
+        other => panic!("{k}: {other:?}"),
+    }
+}
+
+/// A service whose answer is `status` with `body` of `content_type`,
+/// counting its calls.
+fn answering(
+    calls: Arc<AtomicU64>,
+    status: u16,
+    content_type: &'static str,
+    body: Body,
+) -> impl Service<
+    Request,
+    Response = Response<Body>,
+    Error = lambda_http::Error,
+    Future = impl Send + 'static,
+> + Clone
++ Send
++ 'static {
+    service_fn(move |_req: Request| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let body = body.clone();
+        async move {
+            Ok::<_, lambda_http::Error>(
+                Response::builder()
+                    .status(status)
+                    .header("content-type", content_type)
+                    .body(body)?,
+            )
+        }
+    })
+}
+
+/// An answer under `max_response_bytes` whose record is still too large
+/// for a DynamoDB item (base64 grows a binary body by a third, JSON
+/// escapes a text one): the key is completed with the problem
+/// `response-too-large`, on the plain path as on the collecting one; the
+/// service runs once, whatever the retries and leases (it ran again after
+/// every lease, and the record stayed IN_PROGRESS).
+#[tokio::test]
+async fn an_answer_whose_record_would_not_fit_completes_the_key_with_a_problem() {
+    let db = Db::new().await;
+    let cases = [
+        (
+            "bin",
+            "application/octet-stream",
+            Body::Binary(vec![7u8; 320 * 1024]),
+        ),
+        ("quotes", "text/plain", Body::Text("\"".repeat(210 * 1024))),
+    ];
+    for (key, content_type, body) in cases {
+        let calls = Arc::new(AtomicU64::new(0));
+        let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(answering(
+            calls.clone(),
+            200,
+            content_type,
+            body,
+        ));
+        // A lease of 2 s (the invocation's deadline), so that a retry
+        // after it would find the key free if it were only kept.
+        let req = || {
+            let mut r = request("POST", Some(key), BODY, ALICE);
+            r.extensions_mut().insert(Deadline(epoch_ms() + 2_000));
+            r
+        };
+        let first = send(&svc, req()).await;
+        assert_eq!(first.status(), 500, "{key}: {}", text(&first));
+        assert!(
+            problem_type(&first).ends_with(":response-too-large"),
+            "{key}"
+        );
+        let retry = send(&svc, req()).await;
+        assert_eq!(retry.status(), 500, "{key}: {}", text(&retry));
+        assert_eq!(retry.body(), first.body(), "{key}");
+        tokio::time::sleep(Duration::from_millis(3_200)).await;
+        let after_lease = send(&svc, req()).await;
+        assert_eq!(after_lease.status(), 500, "{key}");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "{key}: the service ran once"
+        );
+    }
+    let records = db.records().await;
+    assert_eq!(records.len(), 2);
+    assert!(records.iter().all(|r| text_of(r, "status") == "COMPLETED"));
+}
+
+/// A 5xx, 429 or 408 is given back, not stored, whatever its length: one
+/// over the store's limit passes through and its key is free at once (it
+/// was kept until its lease ended).
+#[tokio::test]
+async fn an_answer_given_back_is_not_held_to_the_stores_limit() {
+    let db = Db::new().await;
+    let calls = Arc::new(AtomicU64::new(0));
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .max_response_bytes(AXUM_LIMIT)
+        .collecting(router(calls.clone()));
+    for _ in 0..2 {
+        let r = send(&svc, request_to("POST", "/busy", Some("busy"), BODY, ALICE)).await;
+        assert_eq!(r.status(), 503, "{}", text(&r));
+        assert_eq!(text(&r).len(), AXUM_LIMIT * 2);
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "given back: the retry ran");
+    assert!(db.records().await.is_empty());
+}
+
+/// The query string is part of the request: the key reused with another
+/// one is 422, never the first request's answer (it was replayed, 201).
+#[tokio::test]
+async fn a_key_reused_with_another_query_string_is_422() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let with_query = |q: &str| {
+        HttpApiRequest::new(Method::POST, "/payments")
+            .query(q)
+            .header("content-type", "application/json")
+            .header("idempotency-key", "q1")
+            .body("{}")
+            .caller(HttpApiCaller::iam(ALICE.unwrap()))
+            .build()
+            .expect("a request")
+    };
+    let first = send(&svc, with_query("amount=1&to=acct-1")).await;
+    assert_eq!(first.status(), 201, "{}", text(&first));
+    let other = send(&svc, with_query("amount=1000000&to=acct-2")).await;
+    assert_eq!(other.status(), 422, "{}", text(&other));
+    assert!(problem_type(&other).ends_with(":idempotency-key-reused"));
+    assert!(!text(&other).contains("acct"), "no value echoed");
+    let again = send(&svc, with_query("amount=1&to=acct-1")).await;
+    assert_eq!(again.body(), first.body());
+    assert_eq!(header(&again, "idempotent-replayed"), Some("true"));
+    assert_eq!(toy.calls(), 1);
+}
+
+/// A header named as part of the request's identity (Content-Type by
+/// default): the 415 stored for `text/plain` is not the answer to the
+/// corrected `application/json` retry, which is refused (422) rather than
+/// replayed; with no identity headers, it replays as before.
+#[tokio::test]
+async fn a_key_reused_with_another_content_type_is_422() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    toy.answer(415);
+    let typed = |content_type: &str, key: &str| {
+        HttpApiRequest::new(Method::POST, "/things")
+            .header("content-type", content_type)
+            .header("idempotency-key", key)
+            .body(BODY)
+            .caller(HttpApiCaller::iam(ALICE.unwrap()))
+            .build()
+            .expect("a request")
+    };
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let first = send(&svc, typed("text/plain", "ct")).await;
+    assert_eq!(first.status(), 415);
+    let corrected = send(&svc, typed("application/json", "ct")).await;
+    assert_eq!(corrected.status(), 422, "{}", text(&corrected));
+    assert_eq!(toy.calls(), 1);
+    let plain = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .identity_headers([])
+        .layer(toy.service());
+    let first = send(&plain, typed("text/plain", "ct2")).await;
+    let replayed = send(&plain, typed("application/json", "ct2")).await;
+    assert_eq!(
+        (first.status().as_u16(), replayed.status().as_u16()),
+        (415, 415)
+    );
+    assert_eq!(header(&replayed, "idempotent-replayed"), Some("true"));
+}
+
+/// Paths compare as sent: `/payments/` is another route than `/payments`
+/// (a router may serve them apart), so the key is 422 there.
+#[tokio::test]
+async fn a_trailing_slash_is_another_route() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let first = send(
+        &svc,
+        request_to("POST", "/payments", Some("s"), BODY, ALICE),
+    )
+    .await;
+    assert_eq!(first.status(), 201);
+    let slash = send(
+        &svc,
+        request_to("POST", "/payments/", Some("s"), BODY, ALICE),
+    )
+    .await;
+    assert_eq!(slash.status(), 422, "{}", text(&slash));
+    assert_eq!(toy.calls(), 1);
+}
+
+/// A body that repeats a key is not the body of its last value: the
+/// answer stored for `{"a":1,"a":2}` (say the service's 400) is not the
+/// answer to the cleaned-up `{"a":2}`, which is 422.
+#[tokio::test]
+async fn a_body_with_a_repeated_key_is_another_payload_than_its_last_value() {
+    let db = Db::new().await;
+    let toy = Toy::default();
+    toy.answer(400);
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let r = send(
+        &svc,
+        request("POST", Some("dup"), r#"{"a":1,"a":2}"#, ALICE),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let r = send(&svc, request("POST", Some("dup"), r#"{"a":2}"#, ALICE)).await;
+    assert_eq!(r.status(), 422, "{}", text(&r));
+    assert_eq!(toy.calls(), 1);
+}
+
+/// The sessions of one assumed role are two callers by default (IAM
+/// Identity Center: a person behind each): bob neither gets alice's answer
+/// nor learns that she used the key. A role named as a machine's shares
+/// one key space across its sessions; an Identity Center role never does.
+#[tokio::test]
+async fn each_session_of_an_assumed_role_is_its_own_caller_unless_shared() {
+    use lambda_idempotency::http::RoleSessions;
+    let db = Db::new().await;
+    let toy = Toy::default();
+    let session = |role: &str, who: &str, body: &str| {
+        let arn = format!("arn:aws:sts::123456789012:assumed-role/{role}/{who}");
+        request("POST", Some("same-key"), body, Some(&arn))
+    };
+    let svc = IdempotencyLayer::new(db.store(), AuthMode::Iam).layer(toy.service());
+    let sso = "AWSReservedSSO_Orders_0a1b2c";
+    let alice = send(&svc, session(sso, "alice@example.com", BODY)).await;
+    let bob = send(&svc, session(sso, "bob@example.com", BODY)).await;
+    assert_eq!((alice.status().as_u16(), bob.status().as_u16()), (201, 201));
+    assert_ne!(alice.body(), bob.body(), "bob's answer is his own");
+    assert_eq!(header(&bob, "idempotent-replayed"), None);
+    let bob_other = send(&svc, session(sso, "bob@example.com", r#"{"other":1}"#)).await;
+    assert_eq!(bob_other.status(), 422, "bob's own key, not alice's");
+    assert_eq!(toy.calls(), 2);
+
+    let shared = IdempotencyLayer::new(db.store(), AuthMode::Iam)
+        .role_sessions(RoleSessions::Shared(vec!["Ordering".into(), sso.into()]))
+        .layer(toy.service());
+    let a = send(&shared, session("Ordering", "task-1", BODY)).await;
+    let b = send(&shared, session("Ordering", "task-2", BODY)).await;
+    assert_eq!(b.body(), a.body(), "a machine role's sessions share keys");
+    assert_eq!(header(&b, "idempotent-replayed"), Some("true"));
+    let carol = send(&shared, session(sso, "carol@example.com", BODY)).await;
+    let dave = send(&shared, session(sso, "dave@example.com", BODY)).await;
+    assert_ne!(carol.body(), dave.body(), "Identity Center stays apart");
+    assert_eq!(toy.calls(), 5);
 }
 
 /// The one record's expiry, as `Idempotency-Expires` publishes it.

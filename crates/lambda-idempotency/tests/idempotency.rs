@@ -180,13 +180,23 @@ async fn an_expired_key_or_an_ended_lease_is_claimed_again() {
     let after = claim("k", "g", "a3", (now / 1000 + 60) * 1000);
     assert_eq!(store.claim(&after).await, Ok(Claimed::Held));
 
-    // a3 crashes: its lease (30 s) ends, and the next call takes the key.
-    let during = claim("k", "g", "a4", after.now_ms + 29_999);
-    assert!(matches!(
-        store.claim(&during).await,
-        Ok(Claimed::Refused(Refusal::InProgress { .. }))
-    ));
-    let over = claim("k", "g", "a5", after.now_ms + 30_000);
+    // a3 crashes: its lease (30 s) ends, and the next call takes the key
+    // once the clock skew allowed between hosts has passed too: a host
+    // whose clock is up to a second ahead of a3's does not take over a
+    // lease a3 still holds.
+    let skew = lambda_idempotency::idempotency::CLOCK_SKEW_ALLOWANCE.as_millis() as u64;
+    assert_eq!(skew, 1_000);
+    for late in [0, 30_000, 30_000 + skew - 1] {
+        let during = claim("k", "g", "a4", after.now_ms + late);
+        assert!(
+            matches!(
+                store.claim(&during).await,
+                Ok(Claimed::Refused(Refusal::InProgress { .. }))
+            ),
+            "{late} ms after the claim"
+        );
+    }
+    let over = claim("k", "g", "a5", after.now_ms + 30_000 + skew);
     assert_eq!(store.claim(&over).await, Ok(Claimed::Held));
     // The crashed attempt cannot complete what is no longer its claim.
     assert_eq!(
@@ -542,7 +552,8 @@ async fn a_concurrent_call_is_in_progress_with_when_to_retry() {
     };
     // The lease is the cap (20 s), not the 10-minute deadline.
     assert!(lease_until_ms <= before + 20_000 && lease_until_ms + 1_000 >= before + 20_000);
-    assert!(retry_after > Duration::from_secs(18) && retry_after <= Duration::from_secs(20));
+    // Until the lease ends and the clock skew allowance has passed.
+    assert!(retry_after > Duration::from_secs(19) && retry_after <= Duration::from_secs(21));
     assert_eq!(card.runs(), 0);
     finish_tx.send(()).unwrap();
     assert_eq!(first.await.unwrap().unwrap().reference, "p1");
@@ -963,4 +974,106 @@ async fn unusable_options_are_refused_and_debug_shows_no_output() {
     let shown = format!("{f:?} {:?}", f.store());
     assert!(shown.contains("Cache"), "{shown}");
     assert!(!shown.contains("secret-id"), "{shown}");
+}
+
+/// An output that cannot be serialised (a map whose keys are not
+/// strings): the function ran, so its key is completed without it and
+/// every repeat gets the same error; the function runs once (it ran at
+/// every call, and no record was left).
+#[tokio::test]
+async fn an_output_that_cannot_be_serialised_runs_once() {
+    use lambda_idempotency::idempotency::NotStored;
+    use std::collections::HashMap;
+    let db = Db::new().await;
+    let f: Idempotent<Charge, HashMap<(u8, u8), u8>> =
+        Idempotent::new(db.store(options()), "pairs")
+            .unwrap()
+            .key(|c: &Charge| Some(c.id.clone()));
+    let runs = Arc::new(AtomicU64::new(0));
+    for call in 0..3 {
+        let runs = runs.clone();
+        let r = f
+            .call(charge("p1", 5), soon(), move |_c: Charge| async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Declined>(HashMap::from([((1, 2), 3)]))
+            })
+            .await;
+        assert!(
+            matches!(
+                r,
+                Err(IdempotencyError::OutputNotStored(NotStored::NotJson))
+            ),
+            "call {call}: {r:?}"
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let items = db.items().await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(text(&items[0], "status"), "COMPLETED");
+}
+
+/// An output whose record would be over DynamoDB's item limit (here by
+/// its JSON escapes: 210 Ki quotes are 420 KiB of JSON): not sent, the
+/// key completed without it, and the function does not run again, even
+/// after its lease (it did, after every lease: the completion failed and
+/// the record stayed IN_PROGRESS).
+#[tokio::test]
+async fn an_output_too_large_to_store_runs_once_even_after_its_lease() {
+    use lambda_idempotency::idempotency::NotStored;
+    use std::sync::atomic::AtomicU64 as Clock;
+    let db = Db::new().await;
+    let now = Arc::new(Clock::new(epoch_ms()));
+    let clock = now.clone();
+    let f: Idempotent<Charge, String> = Idempotent::new(db.store(options()), "big")
+        .unwrap()
+        .key(|c: &Charge| Some(c.id.clone()))
+        .max_lease(Duration::from_secs(5))
+        .unwrap()
+        .clock(move || clock.load(Ordering::SeqCst));
+    let runs = Arc::new(AtomicU64::new(0));
+    let call = || {
+        let runs = runs.clone();
+        f.call(
+            charge("p1", 5),
+            epoch_ms() + 600_000,
+            move |_c: Charge| async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Declined>("\"".repeat(210 * 1024))
+            },
+        )
+    };
+    let first = call().await;
+    assert!(
+        matches!(
+            first,
+            Err(IdempotencyError::OutputNotStored(NotStored::TooLarge))
+        ),
+        "{first:?}"
+    );
+    // Well after the 5 s lease (and the skew allowance).
+    now.fetch_add(60_000, Ordering::SeqCst);
+    let later = call().await;
+    assert!(
+        matches!(
+            later,
+            Err(IdempotencyError::OutputNotStored(NotStored::TooLarge))
+        ),
+        "{later:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // An output that fits, just under the limit, is stored and replayed.
+    let fits: Idempotent<Charge, String> = Idempotent::new(db.store(options()), "fits")
+        .unwrap()
+        .key(|c: &Charge| Some(c.id.clone()));
+    let big = "a".repeat(400 * 1024 - 2_000);
+    for _ in 0..2 {
+        let out = fits
+            .call(charge("p2", 5), soon(), |_c: Charge| {
+                let big = big.clone();
+                async move { Ok::<_, Declined>(big) }
+            })
+            .await
+            .unwrap();
+        assert_eq!(out.len(), big.len());
+    }
 }

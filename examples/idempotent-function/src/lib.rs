@@ -125,6 +125,7 @@ pub async fn handle(
             IdempotencyError::OtherPayload => "OtherPayload",
             IdempotencyError::NoKey => "NoKey",
             IdempotencyError::Json(_) => "Json",
+            IdempotencyError::OutputNotStored(_) => "OutputNotStored",
             IdempotencyError::Store(_) => "Store",
         };
         Diagnostic {

@@ -94,6 +94,9 @@ pub enum ProblemKind {
     Unavailable,
     /// 500: a deployment or data problem retrying will not fix.
     Internal,
+    /// 500: the order was placed, but its answer is too large to keep for
+    /// its key (the layer's own; an order's answer is a few hundred bytes).
+    ResponseTooLarge,
     /// 403: no principal under a configured authorizer.
     Forbidden,
     /// 404: no such order (or not the caller's), or no such route.
@@ -135,6 +138,11 @@ impl ProblemKind {
                 "The order could not be stored now; retry with the same Idempotency-Key",
             ),
             ProblemKind::Internal => (500, "internal-error", "The request could not be processed"),
+            ProblemKind::ResponseTooLarge => (
+                500,
+                "response-too-large",
+                "The request was processed, but its response is too large to keep for its Idempotency-Key",
+            ),
             ProblemKind::Forbidden => (403, "forbidden", "The caller could not be identified"),
             ProblemKind::NotFound => (404, "not-found", "No such resource"),
             ProblemKind::MethodNotAllowed => (405, "method-not-allowed", "Method not allowed"),
@@ -160,6 +168,7 @@ impl From<lambda_idempotency::http::ProblemKind> for ProblemKind {
             Layer::Forbidden => ProblemKind::Forbidden,
             Layer::Unavailable => ProblemKind::Unavailable,
             Layer::Internal => ProblemKind::Internal,
+            Layer::ResponseTooLarge => ProblemKind::ResponseTooLarge,
         }
     }
 }

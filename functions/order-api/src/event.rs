@@ -11,8 +11,8 @@
 use serde_json::{Map, Value};
 
 pub use lambda_idempotency::http::{
-    AuthMode, KeyError, LAMBDA_PRINCIPAL_KEY, MAX_KEY_CHARS, NoPrincipal, Scope, iam_principal,
-    parse_key,
+    AuthMode, KeyError, LAMBDA_PRINCIPAL_KEY, MAX_KEY_CHARS, NoPrincipal, RoleSessions, Scope,
+    iam_principal, parse_key,
 };
 pub use lambda_idempotency::wire::ParseError;
 use lambda_idempotency::wire::{Amount, Currency, Id, req_amount_at, req_currency_at, req_id};

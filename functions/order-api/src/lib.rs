@@ -47,7 +47,9 @@ use tracing::Instrument;
 use domain::{
     Outcome, PROBLEM_PREFIX, Problem, ProblemKind, StoredResponse, fingerprint, owner_of,
 };
-use event::{AuthMode, PlaceOrder, Scope, decode_segment, is_json, parse_place_order};
+use event::{
+    AuthMode, PlaceOrder, RoleSessions, Scope, decode_segment, is_json, parse_place_order,
+};
 use lambda_idempotency::StoreError;
 use lambda_idempotency::config::{ConfigError, Telemetry, parse_in, required};
 use lambda_idempotency::deadline_epoch_ms;
@@ -89,6 +91,13 @@ pub struct ApiConfig {
     /// and so where the caller's principal is read ([`AuthMode`]). `none`
     /// must be set explicitly (the local loop); the template never sets it.
     pub auth: AuthMode,
+    /// `API_SHARED_ROLES` (default none): under `iam`, the assumed roles
+    /// (names, comma-separated) whose sessions are one caller: roles only
+    /// machines assume, whose session name is a label. Every other
+    /// assumed role's sessions are callers apart ([`RoleSessions`]), so a
+    /// role people assume (IAM Identity Center, SAML) never shares keys or
+    /// orders between them.
+    pub role_sessions: RoleSessions,
     /// `METRICS_NAMESPACE` (default `OrderApi`), `AWS_LAMBDA_FUNCTION_NAME`
     /// and `POWERTOOLS_SERVICE_NAME`, as every function reads them.
     pub telemetry: Telemetry,
@@ -118,9 +127,39 @@ impl ApiConfig {
                     reason: "expected iam, jwt, lambda or none".into(),
                 })?,
             },
+            role_sessions: shared_roles(get("API_SHARED_ROLES"))?,
             telemetry: Telemetry::from_lookup(&get, DEFAULT_METRICS_NAMESPACE, "order-api"),
         })
     }
+}
+
+/// `API_SHARED_ROLES`: role names, comma-separated (blank: none). A name
+/// IAM would not take (1 to 64 of `A-Za-z0-9+=,.@_-`) is refused, without
+/// echoing it.
+fn shared_roles(raw: Option<String>) -> Result<RoleSessions, ConfigError> {
+    let raw = raw.unwrap_or_default();
+    let names: Vec<String> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let valid = |n: &String| {
+        n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+=,.@_-".contains(&b))
+    };
+    if !names.iter().all(valid) {
+        return Err(ConfigError::Invalid {
+            var: "API_SHARED_ROLES",
+            reason: "IAM role names (1 to 64 of A-Z a-z 0-9 + = , . @ _ -), comma-separated".into(),
+        });
+    }
+    Ok(if names.is_empty() {
+        RoleSessions::Apart
+    } else {
+        RoleSessions::Shared(names)
+    })
 }
 
 /// The `order-api` function: built once per cold start, shared by every
@@ -132,6 +171,7 @@ pub struct OrderApi {
     /// placement.
     place: IdempotentService<PlaceOrders>,
     auth: AuthMode,
+    role_sessions: RoleSessions,
     telemetry: Telemetry,
     /// Shared by the clones `serve` hands each request.
     cold: std::sync::Arc<ColdStart>,
@@ -184,6 +224,7 @@ impl OrderApi {
         // (content type 415, body 400) run before the claim, so that an
         // invalid request stores nothing.
         let layer = IdempotencyLayer::new(store.idempotency().clone(), config.auth)
+            .role_sessions(config.role_sessions.clone())
             .methods([Method::POST])
             .stored_headers([CONTENT_TYPE.as_str(), LOCATION.as_str()])
             .problem_prefix(PROBLEM_PREFIX)
@@ -196,6 +237,7 @@ impl OrderApi {
             }),
             store,
             auth: config.auth,
+            role_sessions: config.role_sessions.clone(),
             telemetry: config.telemetry.clone(),
             cold: Default::default(),
         }
@@ -289,7 +331,7 @@ impl OrderApi {
     /// under a configured authorizer it means a route is not behind it: a
     /// deployment problem, not a client's.
     fn scope(&self, req: &Request) -> Result<Scope, Problem> {
-        Scope::of_request(self.auth, req).map_err(|e| {
+        Scope::of_request(self.auth, &self.role_sessions, req).map_err(|e| {
             tracing::warn!(error = %e, "request refused: no principal");
             ProblemKind::Forbidden.with(
                 "the request carries no principal from the authorizer this API is configured for",
@@ -598,6 +640,34 @@ mod tests {
                     ..
                 })
             ));
+        }
+        // Assumed roles' sessions: apart unless named.
+        assert_eq!(c.role_sessions, RoleSessions::Apart);
+        for (raw, want) in [
+            ("", RoleSessions::Apart),
+            (" , ", RoleSessions::Apart),
+            (
+                "Ordering, Billing-Task",
+                RoleSessions::Shared(vec!["Ordering".into(), "Billing-Task".into()]),
+            ),
+        ] {
+            let c = cfg(&[
+                ("TABLE_NAME", "o"),
+                ("IDEMPOTENCY_TABLE", "i"),
+                ("API_SHARED_ROLES", raw),
+            ]);
+            assert_eq!(c.map(|c| c.role_sessions), Ok(want), "{raw:?}");
+        }
+        for bad in ["a b", "role/path", &"r".repeat(65)] {
+            let e = cfg(&[
+                ("TABLE_NAME", "o"),
+                ("IDEMPOTENCY_TABLE", "i"),
+                ("API_SHARED_ROLES", bad),
+            ]);
+            assert!(
+                matches!(&e, Err(ConfigError::Invalid { var: "API_SHARED_ROLES", reason }) if !reason.contains(bad)),
+                "{e:?}"
+            );
         }
         for bad in ["0", "-1", "soon", "31536001"] {
             assert!(matches!(

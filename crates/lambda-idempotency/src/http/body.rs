@@ -15,6 +15,7 @@ use lambda_http::tower::Service;
 use lambda_http::{Body, IntoResponse, Request, Response};
 
 use super::problem::{DEFAULT_PROBLEM_PREFIX, ProblemKind};
+use super::stored::is_stored;
 
 /// The largest response body stored unless configured
 /// ([`IdempotencyLayer::max_response_bytes`](super::IdempotencyLayer::max_response_bytes)):
@@ -68,8 +69,9 @@ impl Uncollected {
 /// with the layer's limit, or [`CollectBody::new`].
 ///
 /// A body is collected up to `limit` bytes for a request with a claimed
-/// key (what the layer stores) and up to [`MAX_PASS_THROUGH_BYTES`] for
-/// any other; then it is text or binary by the same rules as
+/// key whose status is one the layer stores, and up to
+/// [`MAX_PASS_THROUGH_BYTES`] for any other (a 5xx, 429 or 408 is given
+/// back, not stored, whatever its length); then it is text or binary by the same rules as
 /// `lambda_http::run` applies (its content type and encoding), so a
 /// wrapped router answers exactly as it would unwrapped. Past the limit the
 /// stream is not read further: the answer is a 500 problem.
@@ -112,16 +114,19 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        // Only a claimed key's answer is stored; the layer marks the request
-        // before calling its inner service.
-        let limit = if req.extensions().get::<WillBeStored>().is_some() {
-            self.limit
-        } else {
-            MAX_PASS_THROUGH_BYTES
-        };
+        // Only a claimed key's answer is stored (the layer marks the request
+        // before calling its inner service), and only with a status that is
+        // stored: a 5xx over the limit is given back like any other 5xx.
+        let claimed = req.extensions().get::<WillBeStored>().is_some();
+        let store_limit = self.limit;
         let call = self.inner.call(req);
         Box::pin(async move {
             let (parts, body) = call.await?.into_parts();
+            let limit = if claimed && is_stored(parts.status) {
+                store_limit
+            } else {
+                MAX_PASS_THROUGH_BYTES
+            };
             // `Limited` stops reading at the limit: the buffer never holds
             // more than `limit` bytes.
             let bytes = match Limited::new(body, limit).collect().await {
@@ -199,14 +204,35 @@ mod tests {
         assert_eq!(r.body(), &Body::Text("123456789".into()));
         assert!(r.extensions().get::<Uncollected>().is_none());
         // Marked by the layer (its answer will be stored): the store's limit.
-        let mut marked = Request::default();
-        marked.extensions_mut().insert(WillBeStored);
-        let r = svc.clone().oneshot(marked).await.expect("answers");
+        let marked = || {
+            let mut marked = Request::default();
+            marked.extensions_mut().insert(WillBeStored);
+            marked
+        };
+        let r = svc.clone().oneshot(marked()).await.expect("answers");
         assert_eq!(r.status(), 500);
         assert_eq!(
             r.extensions().get::<Uncollected>(),
             Some(&Uncollected::TooLarge)
         );
+        // A status that is given back, not stored: the pass-through limit.
+        let unavailable = service_fn(|_req: Request| async {
+            Ok::<_, lambda_http::Error>(
+                Response::builder()
+                    .status(503)
+                    .header("content-type", "text/plain")
+                    .body(Full::new(&b"123456789"[..]))?,
+            )
+        });
+        let r = CollectBody::new(unavailable, 8)
+            .oneshot(marked())
+            .await
+            .expect("answers");
+        assert_eq!(
+            (r.status().as_u16(), r.body()),
+            (503, &Body::Text("123456789".into()))
+        );
+        assert!(r.extensions().get::<Uncollected>().is_none());
         // Over MAX_PASS_THROUGH_BYTES.
         let big: &'static [u8] = Vec::leak(vec![b'a'; MAX_PASS_THROUGH_BYTES + 1]);
         let r = CollectBody::new(service(big, "text/plain"), 8)

@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::TransactWriteItem;
+use lambda_http::http::Method;
 use lambda_http::http::header::{HeaderName, HeaderValue};
-use lambda_http::http::{Method, StatusCode};
 use lambda_http::tower::{Layer, Service};
 use lambda_http::{Body, Request, RequestExt, Response};
 use sha2::{Digest, Sha256};
@@ -20,8 +20,8 @@ use sha2::{Digest, Sha256};
 use super::body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, Uncollected, WillBeStored};
 use super::key::key_of;
 use super::problem::{DEFAULT_PROBLEM_PREFIX, Problem, ProblemKind};
-use super::scope::{AuthMode, Scope, record_key};
-use super::stored::StoredResponse;
+use super::scope::{AuthMode, RoleSessions, Scope, record_key};
+use super::stored::{Answered, StoredResponse, is_stored};
 use crate::batch::deadline_epoch_ms;
 use crate::error::StoreError;
 use crate::idempotency::{Claim, Claimed, IdempotencyStore, Refusal, hashed_key, json_fingerprint};
@@ -43,6 +43,11 @@ pub const DEFAULT_STORED_HEADERS: [&str; 6] = [
     "etag",
     "last-modified",
 ];
+/// The request headers that are part of what makes two requests with one
+/// key the same unless configured ([`IdempotencyLayer::identity_headers`]):
+/// a request sent again with another content type is another request
+/// (the first one's 415 is not the corrected one's answer).
+pub const DEFAULT_IDENTITY_HEADERS: [&str; 1] = ["content-type"];
 /// Time kept before the invocation deadline to answer: a store call still
 /// running then is cut off and answered 503.
 pub const DEFAULT_DEADLINE_MARGIN: Duration = Duration::from_millis(500);
@@ -114,6 +119,8 @@ struct Config {
     deadline_margin: Duration,
     retry_after: u64,
     max_response_bytes: usize,
+    identity_headers: Vec<String>,
+    role_sessions: RoleSessions,
 }
 
 impl fmt::Debug for IdempotencyLayer {
@@ -147,6 +154,8 @@ impl IdempotencyLayer {
                 deadline_margin: DEFAULT_DEADLINE_MARGIN,
                 retry_after: 1,
                 max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+                identity_headers: DEFAULT_IDENTITY_HEADERS.map(str::to_owned).to_vec(),
+                role_sessions: RoleSessions::default(),
             }),
         }
     }
@@ -214,11 +223,31 @@ impl IdempotencyLayer {
     }
 
     /// The largest response body [`IdempotencyLayer::collecting`] reads
-    /// to store (default [`DEFAULT_MAX_RESPONSE_BYTES`]). A longer one is
-    /// answered 500 and its key kept until its lease ends, as when its
-    /// completion fails: the service ran.
+    /// to store (default [`DEFAULT_MAX_RESPONSE_BYTES`]). A longer one,
+    /// like any response whose stored record would not fit in a DynamoDB
+    /// item (a binary body grows by a third in base64, a text body by its
+    /// JSON escapes), is answered with the problem
+    /// [`ProblemKind::ResponseTooLarge`], and the key is completed with that
+    /// problem: the service ran and its effect counts, so it does not run
+    /// again for the key; every repeat gets the same problem.
     pub fn max_response_bytes(self, bytes: usize) -> Self {
         self.edit(|c| c.max_response_bytes = bytes)
+    }
+
+    /// The request headers that are part of a request's identity beside
+    /// its method, path, query string and payload (default
+    /// [`DEFAULT_IDENTITY_HEADERS`]; names in any case): a key reused with
+    /// another value of one of them is refused (422) once its first
+    /// request has completed. An absent header is a value of its own.
+    pub fn identity_headers<'a>(self, names: impl IntoIterator<Item = &'a str>) -> Self {
+        let names = names.into_iter().map(str::to_ascii_lowercase).collect();
+        self.edit(|c| c.identity_headers = names)
+    }
+
+    /// Under [`AuthMode::Iam`], whose key space an assumed role's sessions
+    /// share (default [`RoleSessions::Apart`]: each session its own).
+    pub fn role_sessions(self, sessions: RoleSessions) -> Self {
+        self.edit(|c| c.role_sessions = sessions)
     }
 
     /// The layer over a service whose response body is any
@@ -254,9 +283,12 @@ pub struct HttpClaim {
     now_ms: u64,
     deadline_ms: u64,
     cutoff: tokio::time::Instant,
-    /// The request's method and path, hashed ([`route_of`]): stored with
-    /// the response, so that the key reused on another route is refused.
+    /// The request's method and path, hashed ([`route_of`]), and its
+    /// method, path, query and identity headers ([`target_of`]): stored
+    /// with the response, so that the key reused on another request is
+    /// refused.
     route: String,
+    target: String,
     /// Epoch milliseconds of the completion, once one is made (0 before):
     /// shared by the clones, so that the layer publishes the expiry the
     /// inner service's transactional completion wrote.
@@ -344,13 +376,27 @@ impl HttpClaim {
     /// `TransactWriteItems` beside its business write. Answer with
     /// [`Committed`] in the response's extensions once it committed, and
     /// with exactly `response` ([`StoredResponse::to_response`]), so the
-    /// first answer and its replays agree. The request's route (method
-    /// and path) is stored with it, so that the key reused on another
-    /// route is refused (422); a completion built from [`Self::claim`]
-    /// with the store directly stores none, and replays on any route.
+    /// first answer and its replays agree. The request's method, path,
+    /// query and identity headers are stored with it, so that the key
+    /// reused on another request is refused (422); a completion built
+    /// from [`Self::claim`] with the store directly stores none, and
+    /// replays to any request with the key and payload.
+    ///
+    /// Errors: [`StoreError::ItemTooLarge`] when the response would not
+    /// fit in the key's record: then do not commit the business write
+    /// either (answer a 5xx, which gives the key back), or answer a
+    /// smaller response.
     pub fn completion(&self, response: &StoredResponse) -> Result<TransactWriteItem, StoreError> {
         self.store
-            .completion(&self.claim(), &response.encode_for(&self.route))
+            .completion(&self.claim(), &response.encode_for(self.answered()))
+    }
+
+    /// What the stored response answers.
+    fn answered(&self) -> Answered<'_> {
+        Answered {
+            route: &self.route,
+            target: &self.target,
+        }
     }
 }
 
@@ -372,8 +418,47 @@ pub fn cutoff(deadline_ms: u64, margin: Duration) -> tokio::time::Instant {
 /// one request (IETF httpapi draft): reused on another route it is
 /// refused (422) like one reused with another body, never answered with
 /// the other route's response.
+///
+/// The path is compared as sent: `/payments` and `/payments/` are two
+/// routes (a router may serve them differently), so a key reused across
+/// them is 422.
 fn route_of(req: &Request) -> String {
     hashed_key(&["route", req.method().as_str(), req.uri().path()])
+}
+
+/// A request's identity beside its payload: its method, path, query
+/// string (as sent, byte for byte: another order or encoding of the same
+/// parameters is another request) and the values of the `headers` it
+/// names (each name with every value, in order; an absent header is
+/// none), hashed. Stored with the response and checked before a replay.
+fn target_of(req: &Request, headers: &[String]) -> String {
+    let mut parts = vec![
+        "target",
+        req.method().as_str(),
+        req.uri().path(),
+        req.uri().query().unwrap_or(""),
+    ];
+    let values: Vec<Vec<&[u8]>> = headers
+        .iter()
+        .map(|name| {
+            req.headers()
+                .get_all(name.as_str())
+                .iter()
+                .map(HeaderValue::as_bytes)
+                .collect()
+        })
+        .collect();
+    let mut texts = Vec::new();
+    for (name, values) in headers.iter().zip(&values) {
+        // The count first, so that no two lists of values hash alike;
+        // a value that is not UTF-8 is hashed by its bytes, escaped.
+        texts.push(format!("{name}:{}", values.len()));
+        for v in values {
+            texts.push(String::from_utf8_lossy(v).into_owned());
+        }
+    }
+    parts.extend(texts.iter().map(String::as_str));
+    hashed_key(&parts)
 }
 
 /// Run a store call unless the cutoff has come, and stop waiting for it
@@ -480,7 +565,7 @@ impl Config {
     {
         // Who calls, before anything else: an unidentified caller learns
         // nothing, not even whether its request was well-formed.
-        let scope = match Scope::of_request(self.auth, &req) {
+        let scope = match Scope::of_request(self.auth, &self.role_sessions, &req) {
             Ok(scope) => scope,
             Err(e) => {
                 // Logged (without any value): under a configured authorizer
@@ -529,6 +614,7 @@ impl Config {
             deadline_ms,
             cutoff: cutoff(deadline_ms, self.deadline_margin),
             route: route_of(&req),
+            target: target_of(&req, &self.identity_headers),
             completed_at: Arc::new(AtomicU64::new(0)),
         };
         let cutoff = held.cutoff;
@@ -536,12 +622,13 @@ impl Config {
             Ok(Claimed::Held) => {}
             Ok(Claimed::Refused(Refusal::Completed(stored))) => {
                 return Ok(match StoredResponse::decode_routed(&stored.output) {
-                    // Completed on another route (a record without one was
-                    // written before routes were stored: it replays).
-                    Ok((_, Some(route))) if route != held.route => self
+                    // Completed for another request: another method, path,
+                    // query or identity header (a record an earlier build
+                    // wrote is checked by what it stored).
+                    Ok((_, stamp)) if !stamp.matches(held.answered()) => self
                         .problem(
                             ProblemKind::KeyReused,
-                            "this Idempotency-Key was used with another method or path; use a new key for a new request",
+                            "this Idempotency-Key was used with another method, path, query or header; use a new key for a new request",
                         )
                         .into_response(),
                     Ok((response, _)) => {
@@ -595,21 +682,22 @@ impl Config {
                 return Err(e);
             }
         };
-        if let Some(why) = response.extensions().get::<Uncollected>() {
+        match response.extensions().get::<Uncollected>() {
+            Some(Uncollected::TooLarge) => return Ok(self.too_large(&held).await),
             // Not stored, not given back: the service ran (as for a failed
             // completion below).
-            return Ok(self
-                .problem(ProblemKind::Internal, why.detail())
-                .into_response());
+            Some(why) => {
+                return Ok(self
+                    .problem(ProblemKind::Internal, why.detail())
+                    .into_response());
+            }
+            None => {}
         }
         let committed = response.extensions_mut().remove::<Committed>().is_some();
         if committed {
             // The transactional form: the inner service wrote the
             // completion with its own write.
-        } else if response.status().is_server_error()
-            || response.status() == StatusCode::TOO_MANY_REQUESTS
-            || response.status() == StatusCode::REQUEST_TIMEOUT
-        {
+        } else if !is_stored(response.status()) {
             // Nothing to replay: a 5xx, or a 429/408 that asks the client
             // to come back later. Stored, it would answer every retry of
             // the key the same way until the key expires; given back, a
@@ -625,9 +713,10 @@ impl Config {
             // to answer in time.
             let end = self::cutoff(held.deadline_ms, Duration::ZERO);
             let completing = held.claim();
-            let output = stored.encode_for(&held.route);
+            let output = stored.encode_for(held.answered());
             match cut(end, self.store.complete(&completing, &output)).await {
                 Ok(()) => {}
+                Err(StoreError::ItemTooLarge) => return Ok(self.too_large(&held).await),
                 // The service has run: its effect may be committed. Giving
                 // the key back would let the client's retry run it again at
                 // once; kept, the key answers 409 until its lease ends (as
@@ -641,6 +730,38 @@ impl Config {
             self.expires(held.expires_at()),
         );
         Ok(response)
+    }
+
+    /// The answer to a request whose service ran but whose response is too
+    /// large to store: the key is completed with this answer instead (the
+    /// effect counts: given back, or left to its lease, the key would run
+    /// the service again at every retry, and again after every lease, for
+    /// an answer that never fits), so the first caller and every repeat
+    /// get the same problem.
+    async fn too_large(&self, held: &HttpClaim) -> Response<Body> {
+        tracing::error!(
+            "the service ran, but its response is too large to store for its Idempotency-Key: the key is completed with a problem instead"
+        );
+        let problem = self
+            .problem(
+                ProblemKind::ResponseTooLarge,
+                "this request was processed, but its response cannot be kept for its Idempotency-Key, nor replayed; do not send it again with a new key unless you mean a new request",
+            )
+            .into_response();
+        let stored = StoredResponse::of(&problem, &self.stored_headers);
+        let end = self::cutoff(held.deadline_ms, Duration::ZERO);
+        let completing = held.claim();
+        let output = stored.encode_for(held.answered());
+        if let Err(e) = cut(end, self.store.complete(&completing, &output)).await {
+            // Kept until its lease ends, as any unconfirmed completion.
+            return self.store_problem(&e);
+        }
+        let mut problem = problem;
+        problem.headers_mut().insert(
+            HeaderName::from_static(EXPIRES_HEADER),
+            self.expires(held.expires_at()),
+        );
+        problem
     }
 
     /// Give the claim back, within the cutoff like every other call: the

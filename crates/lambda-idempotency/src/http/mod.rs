@@ -21,13 +21,20 @@
 //!   these: fix the request and retry with the same key.
 //! - **409** with `Retry-After` while the key's first request runs (its
 //!   claim is a lease that ends at its invocation's deadline at the latest).
-//! - **422** when the key was used with another payload.
+//! - **422** when the key was used with another payload, or (once its
+//!   first request completed) with another method, path, query string or
+//!   identity header ([`IdempotencyLayer::identity_headers`], default
+//!   `Content-Type`). Paths compare as sent: `/payments` and `/payments/`
+//!   are two routes.
 //! - the stored response, **byte for byte** (status, the stored headers,
 //!   body), with `Idempotent-Replayed: true`, for a repeat of a completed
 //!   request: one DynamoDB request, no read.
 //! - otherwise the inner service's answer. A 5xx, a 429 or a 408 (or an
 //!   error) gives the key back (so a retry runs again); anything else is
-//!   stored.
+//!   stored. An answer too large to store (its record over DynamoDB's item
+//!   limit, or its body over [`IdempotencyLayer::max_response_bytes`]) is
+//!   replaced by the 500 problem `response-too-large`, which is stored in
+//!   its place: the service ran, so it does not run again for the key.
 //!
 //! The first answer and every replay carry `Idempotency-Expires` (RFC 3339):
 //! when the key may be reused. Errors are `application/problem+json`
@@ -164,10 +171,12 @@ mod stored;
 pub use body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, MAX_PASS_THROUGH_BYTES};
 pub use key::{IDEMPOTENCY_KEY, KeyError, MAX_KEY_CHARS, key_of, parse_key};
 pub use layer::{
-    Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_STORED_HEADERS, Deadline,
-    EXPIRES_HEADER, FingerprintFn, HttpClaim, IdempotencyLayer, IdempotentService, MAX_LEASE,
-    ProblemFn, REPLAYED_HEADER, body_fingerprint, cut, cutoff,
+    Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_IDENTITY_HEADERS,
+    DEFAULT_STORED_HEADERS, Deadline, EXPIRES_HEADER, FingerprintFn, HttpClaim, IdempotencyLayer,
+    IdempotentService, MAX_LEASE, ProblemFn, REPLAYED_HEADER, body_fingerprint, cut, cutoff,
 };
 pub use problem::{DEFAULT_PROBLEM_PREFIX, PROBLEM_JSON, Problem, ProblemKind};
-pub use scope::{AuthMode, LAMBDA_PRINCIPAL_KEY, NoPrincipal, Scope, iam_principal, record_key};
+pub use scope::{
+    AuthMode, LAMBDA_PRINCIPAL_KEY, NoPrincipal, RoleSessions, Scope, iam_principal, record_key,
+};
 pub use stored::{StoredBody, StoredResponse};

@@ -98,17 +98,23 @@ pub enum ProblemKind {
     Unavailable,
     /// 500: a deployment or data problem retrying will not fix.
     Internal,
+    /// 500: the request was processed (its effect counts), but its
+    /// response was too large to store for its key: the key is completed
+    /// with this problem, which every repeat gets too (the service does
+    /// not run again for the key until it expires).
+    ResponseTooLarge,
 }
 
 impl ProblemKind {
     /// Every kind, for a table of them.
-    pub const ALL: [ProblemKind; 6] = [
+    pub const ALL: [ProblemKind; 7] = [
         ProblemKind::InvalidIdempotencyKey,
         ProblemKind::KeyReused,
         ProblemKind::RequestInProgress,
         ProblemKind::Forbidden,
         ProblemKind::Unavailable,
         ProblemKind::Internal,
+        ProblemKind::ResponseTooLarge,
     ];
 
     /// (status, slug, title).
@@ -122,7 +128,7 @@ impl ProblemKind {
             ProblemKind::KeyReused => (
                 422,
                 "idempotency-key-reused",
-                "The Idempotency-Key was already used with a different request body",
+                "The Idempotency-Key was already used with a different request",
             ),
             ProblemKind::RequestInProgress => (
                 409,
@@ -136,6 +142,11 @@ impl ProblemKind {
                 "The request could not be completed now; retry with the same Idempotency-Key",
             ),
             ProblemKind::Internal => (500, "internal-error", "The request could not be processed"),
+            ProblemKind::ResponseTooLarge => (
+                500,
+                "response-too-large",
+                "The request was processed, but its response is too large to keep for its Idempotency-Key",
+            ),
         }
     }
 
@@ -172,7 +183,10 @@ mod tests {
         );
         // Each kind its own status and type.
         let statuses: Vec<u16> = ProblemKind::ALL.iter().map(|k| k.describe().0).collect();
-        assert_eq!(statuses, [400, 422, 409, 403, 503, 500]);
+        assert_eq!(statuses, [400, 422, 409, 403, 503, 500, 500]);
+        let slugs: std::collections::HashSet<_> =
+            ProblemKind::ALL.iter().map(|k| k.describe().1).collect();
+        assert_eq!(slugs.len(), ProblemKind::ALL.len());
         let r = ProblemKind::Internal
             .with(DEFAULT_PROBLEM_PREFIX, "x")
             .into_response();

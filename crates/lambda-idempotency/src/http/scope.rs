@@ -31,6 +31,48 @@ pub enum AuthMode {
     None,
 }
 
+/// Under [`AuthMode::Iam`], whose key space the sessions of an assumed
+/// role share. An assumed role's ARN
+/// (`arn:aws:sts::123456789012:assumed-role/Role/session`) names its
+/// session. Many people may assume one role (IAM Identity Center's
+/// `AWSReservedSSO_*` roles, a SAML-federated role: the session name is
+/// the person): scoped by the role, alice's answer would replay to bob,
+/// bob would learn from a 422 that alice used a key, and an API that shows
+/// a caller's own resources by scope would show alice's to bob. So each
+/// session is its own caller unless a role is named as a machine's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RoleSessions {
+    /// Each session is its own caller (the default, and the safe one).
+    /// A caller that picks a new session name when its credentials are
+    /// refreshed (the AWS CLI's and SDKs' `role_arn` profiles name it
+    /// after the time) finds no key from before the refresh: a retry
+    /// across a refresh runs again.
+    #[default]
+    Apart,
+    /// The sessions of these roles (by name, as in the ARN, e.g.
+    /// `OrderingService`) share their role's key space: roles only
+    /// machines assume, whose session name is a label (a task, an
+    /// instance, a function). Never name a role people assume; IAM
+    /// Identity Center's (`AWSReservedSSO_*`) stay apart even if named.
+    Shared(Vec<String>),
+}
+
+impl RoleSessions {
+    /// Do the sessions of role `role` (its name) share its key space?
+    fn shares(&self, role: &str) -> bool {
+        match self {
+            RoleSessions::Apart => false,
+            RoleSessions::Shared(roles) => {
+                !role.starts_with(IDENTITY_CENTER_ROLE_PREFIX) && roles.iter().any(|r| r == role)
+            }
+        }
+    }
+}
+
+/// The name prefix of the roles IAM Identity Center makes for its
+/// permission sets: a person behind every session.
+const IDENTITY_CENTER_ROLE_PREFIX: &str = "AWSReservedSSO_";
+
 /// The key of a Lambda authorizer's context that names the principal.
 pub const LAMBDA_PRINCIPAL_KEY: &str = "principalId";
 
@@ -76,9 +118,9 @@ pub enum Scope {
         /// `sub`.
         subject: String,
     },
-    /// An IAM-authorized caller: its user or role ARN (an assumed role
-    /// without its session name, see [`iam_principal`]), or a Cognito
-    /// identity pool's identity.
+    /// An IAM-authorized caller: its user ARN, its assumed role's session
+    /// ARN (or the role's, for a role whose sessions are shared: see
+    /// [`iam_principal`]), or a Cognito identity pool's identity.
     Iam(String),
     /// A Lambda authorizer's principal ([`LAMBDA_PRINCIPAL_KEY`]).
     Lambda(String),
@@ -91,9 +133,11 @@ impl Scope {
     /// `mode` names and from no other: a JWT claim does not count under
     /// `iam`, nor an IAM identity under `jwt`. Fails closed: under a
     /// configured authorizer, no principal is [`NoPrincipal`], never the
-    /// anonymous scope.
+    /// anonymous scope. `sessions`: under `iam`, which assumed roles'
+    /// sessions share one caller.
     pub fn of(
         mode: AuthMode,
+        sessions: &RoleSessions,
         authorizer: Option<&ApiGatewayRequestAuthorizer>,
     ) -> Result<Scope, NoPrincipal> {
         let nonempty = |s: &&String| !s.trim().is_empty();
@@ -123,7 +167,7 @@ impl Scope {
                         return Some(Scope::Iam(format!("cognito:{pool}:{id}")));
                     }
                     let arn = iam.user_arn.as_ref().filter(nonempty)?;
-                    Some(Scope::Iam(iam_principal(arn)))
+                    Some(Scope::Iam(iam_principal(arn, sessions)))
                 })
                 .ok_or(NoPrincipal("IAM")),
             AuthMode::Lambda => authorizer
@@ -147,14 +191,12 @@ impl Scope {
     }
 }
 
-/// The IAM principal of a caller's ARN. An assumed role's ARN
-/// (`arn:aws:sts::123456789012:assumed-role/Role/session`) names its
-/// session, which the caller picks and which changes when credentials are
-/// refreshed (an ECS task, a new STS session): scoped by session, a retry
-/// after a refresh would not find its key and would place a second order.
-/// So the principal is the role (`.../assumed-role/Role`), as IAM policies
-/// see it; any other ARN (a user, root) is the principal as it is.
-pub fn iam_principal(arn: &str) -> String {
+/// The IAM principal of a caller's ARN: an assumed role's session ARN as
+/// it is (each session its own caller), unless `sessions` shares that
+/// role's sessions ([`RoleSessions`]): then the role
+/// (`.../assumed-role/Role`), as IAM policies see it. Any other ARN (a
+/// user, root, a federated user) is the principal as it is.
+pub fn iam_principal(arn: &str, sessions: &RoleSessions) -> String {
     let mut parts = arn.splitn(6, ':');
     let (Some("arn"), Some(_partition), Some("sts"), Some(_region), Some(_account), Some(res)) = (
         parts.next(),
@@ -170,18 +212,26 @@ pub fn iam_principal(arn: &str) -> String {
         .strip_prefix("assumed-role/")
         .and_then(|r| r.split_once('/'))
     {
-        Some((role, _session)) => {
+        Some((role, _session)) if sessions.shares(role) => {
             let prefix_len = arn.len() - res.len();
             format!("{}assumed-role/{role}", &arn[..prefix_len])
         }
-        None => arn.to_owned(),
+        _ => arn.to_owned(),
     }
 }
 
 impl Scope {
     /// [`Scope::of`] the authorizer in `req`'s API Gateway context.
-    pub fn of_request(mode: AuthMode, req: &Request) -> Result<Scope, NoPrincipal> {
-        Scope::of(mode, req.request_context_ref().and_then(|c| c.authorizer()))
+    pub fn of_request(
+        mode: AuthMode,
+        sessions: &RoleSessions,
+        req: &Request,
+    ) -> Result<Scope, NoPrincipal> {
+        Scope::of(
+            mode,
+            sessions,
+            req.request_context_ref().and_then(|c| c.authorizer()),
+        )
     }
 }
 
@@ -301,41 +351,75 @@ mod tests {
             ),
         ];
         for (mode, auth, want) in cases {
-            assert_eq!(Scope::of(mode, auth.as_ref()), want, "{mode:?} {auth:?}");
+            assert_eq!(
+                Scope::of(mode, &RoleSessions::Apart, auth.as_ref()),
+                want,
+                "{mode:?} {auth:?}"
+            );
         }
     }
 
     #[test]
-    fn an_assumed_role_is_its_role_whatever_the_session() {
-        for (arn, want) in [
+    fn an_assumed_roles_sessions_are_apart_unless_its_role_is_shared() {
+        let shared =
+            RoleSessions::Shared(vec!["Ordering".into(), "AWSReservedSSO_Admin_1a2b".into()]);
+        // (arn, by default, with Ordering shared)
+        for (arn, apart, with_shared) in [
             (
+                "arn:aws:iam::123456789012:user/alice",
                 "arn:aws:iam::123456789012:user/alice",
                 "arn:aws:iam::123456789012:user/alice",
             ),
             (
+                "arn:aws:iam::123456789012:root",
                 "arn:aws:iam::123456789012:root",
                 "arn:aws:iam::123456789012:root",
             ),
             (
                 "arn:aws:sts::123456789012:assumed-role/Ordering/i-0abc",
+                "arn:aws:sts::123456789012:assumed-role/Ordering/i-0abc",
                 "arn:aws:sts::123456789012:assumed-role/Ordering",
             ),
             (
                 "arn:aws-cn:sts::123456789012:assumed-role/Ordering/s/with/slashes",
+                "arn:aws-cn:sts::123456789012:assumed-role/Ordering/s/with/slashes",
                 "arn:aws-cn:sts::123456789012:assumed-role/Ordering",
             ),
+            // People behind the sessions: apart, even when named.
             (
+                "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_1a2b/alice@example.com",
+                "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_1a2b/alice@example.com",
+                "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_1a2b/alice@example.com",
+            ),
+            // A role not named: apart.
+            (
+                "arn:aws:sts::123456789012:assumed-role/SamlUsers/bob",
+                "arn:aws:sts::123456789012:assumed-role/SamlUsers/bob",
+                "arn:aws:sts::123456789012:assumed-role/SamlUsers/bob",
+            ),
+            (
+                "arn:aws:sts::123456789012:federated-user/bob",
                 "arn:aws:sts::123456789012:federated-user/bob",
                 "arn:aws:sts::123456789012:federated-user/bob",
             ),
             (
                 "arn:aws:sts::123456789012:assumed-role/NoSession",
                 "arn:aws:sts::123456789012:assumed-role/NoSession",
+                "arn:aws:sts::123456789012:assumed-role/NoSession",
             ),
-            ("not-an-arn", "not-an-arn"),
+            ("not-an-arn", "not-an-arn", "not-an-arn"),
         ] {
-            assert_eq!(iam_principal(arn), want, "{arn}");
+            assert_eq!(iam_principal(arn, &RoleSessions::Apart), apart, "{arn}");
+            assert_eq!(iam_principal(arn, &shared), with_shared, "{arn}");
         }
+        // Two people on one Identity Center role are two callers.
+        let sso = |who: &str| {
+            authorizer(serde_json::json!({"iam": {"userArn":
+                format!("arn:aws:sts::1:assumed-role/AWSReservedSSO_Read_9f/{who}")}}))
+        };
+        let alice = Scope::of(AuthMode::Iam, &RoleSessions::default(), Some(&sso("alice")));
+        let bob = Scope::of(AuthMode::Iam, &RoleSessions::default(), Some(&sso("bob")));
+        assert_ne!(alice.unwrap(), bob.unwrap());
     }
 
     #[test]

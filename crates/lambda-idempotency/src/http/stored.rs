@@ -12,6 +12,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
 
+/// Is a response with `status` stored for its key (and replayed), or
+/// given back? A 5xx, or a 429 or 408 that asks the client to come back
+/// later, is given back: stored, it would answer every retry the same
+/// way until the key expires. Anything else is the request's answer.
+pub(super) fn is_stored(status: StatusCode) -> bool {
+    !(status.is_server_error()
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT)
+}
+
+/// What a stored response answered: its route (hashed method and path)
+/// and its target (hashed method, path, query and identity headers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Answered<'a> {
+    pub(super) route: &'a str,
+    pub(super) target: &'a str,
+}
+
 /// A response body as stored: text stays text (API Gateway sends it as
 /// is), bytes stay bytes (base64 in the store, as API Gateway encodes
 /// them).
@@ -53,6 +71,31 @@ struct Wire {
     /// them (an unknown field), so a rollback still reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     route: Option<String>,
+    /// The hashed method, path, query and identity headers (the layer's
+    /// request check); absent in what earlier builds stored, which is
+    /// then checked by its route alone, as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
+}
+
+/// What a stored response was the answer to, as far as its record says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(super) struct Stamp {
+    pub(super) route: Option<String>,
+    pub(super) target: Option<String>,
+}
+
+impl Stamp {
+    /// Was it the answer to a request with `now`'s route and target? By
+    /// the target where one was stored; by the route where only that was
+    /// (a record an earlier build wrote); a record with neither replays.
+    pub(super) fn matches(&self, now: Answered<'_>) -> bool {
+        match (&self.target, &self.route) {
+            (Some(target), _) => target == now.target,
+            (None, Some(route)) => route == now.route,
+            (None, None) => true,
+        }
+    }
 }
 
 impl StoredResponse {
@@ -82,12 +125,12 @@ impl StoredResponse {
         self.encode_route(None)
     }
 
-    /// [`Self::encode`], with the route (hashed method and path) it answered.
-    pub(super) fn encode_for(&self, route: &str) -> String {
-        self.encode_route(Some(route))
+    /// [`Self::encode`], with what request it answered.
+    pub(super) fn encode_for(&self, answered: Answered<'_>) -> String {
+        self.encode_route(Some(answered))
     }
 
-    fn encode_route(&self, route: Option<&str>) -> String {
+    fn encode_route(&self, answered: Option<Answered<'_>>) -> String {
         let (text, base64) = match &self.body {
             StoredBody::Empty => (None, None),
             StoredBody::Text(t) => (Some(t.clone()), None),
@@ -99,7 +142,8 @@ impl StoredResponse {
             headers: self.headers.clone(),
             text,
             base64,
-            route: route.map(str::to_owned),
+            route: answered.map(|a| a.route.to_owned()),
+            target: answered.map(|a| a.target.to_owned()),
         };
         // Strings and numbers only: serialising cannot fail.
         serde_json::to_string(&wire).unwrap_or_default()
@@ -111,8 +155,8 @@ impl StoredResponse {
         Self::decode_routed(output).map(|(response, _)| response)
     }
 
-    /// [`Self::decode`], with the route stored beside it, if any.
-    pub(super) fn decode_routed(output: &str) -> Result<(Self, Option<String>), StoreError> {
+    /// [`Self::decode`], with what it answered, as far as stored.
+    pub(super) fn decode_routed(output: &str) -> Result<(Self, Stamp), StoreError> {
         let corrupt = |what: &str| StoreError::CorruptItem(format!("the stored response {what}"));
         let wire: Wire =
             serde_json::from_str(output).map_err(|_| corrupt("is not the layer's JSON"))?;
@@ -135,7 +179,10 @@ impl StoredResponse {
                 headers: wire.headers,
                 body,
             },
-            wire.route,
+            Stamp {
+                route: wire.route,
+                target: wire.target,
+            },
         ))
     }
 
@@ -225,6 +272,54 @@ mod tests {
             assert_eq!(replayed.headers()["content-type"], "application/json");
             assert_eq!(replayed.headers()["location"], "/orders/1");
             assert!(replayed.headers().get("x-request-id").is_none());
+        }
+    }
+
+    #[test]
+    fn a_stamp_checks_the_target_else_the_route_else_nothing() {
+        let now = Answered {
+            route: "r",
+            target: "t",
+        };
+        let stamp = |route: Option<&str>, target: Option<&str>| Stamp {
+            route: route.map(str::to_owned),
+            target: target.map(str::to_owned),
+        };
+        assert!(stamp(Some("r"), Some("t")).matches(now));
+        assert!(!stamp(Some("r"), Some("t2")).matches(now));
+        // Written before targets: the route alone, as then.
+        assert!(stamp(Some("r"), None).matches(now));
+        assert!(!stamp(Some("r2"), None).matches(now));
+        // Written before routes: replays.
+        assert!(stamp(None, None).matches(now));
+        // What is encoded is decoded.
+        let encoded = StoredResponse::new(201).encode_for(now);
+        let (_, back) = StoredResponse::decode_routed(&encoded).unwrap();
+        assert_eq!(back, stamp(Some("r"), Some("t")));
+        let (_, none) = StoredResponse::decode_routed(&StoredResponse::new(201).encode()).unwrap();
+        assert_eq!(none, Stamp::default());
+    }
+
+    #[test]
+    fn stored_statuses() {
+        for (status, stored) in [
+            (200, true),
+            (201, true),
+            (400, true),
+            (404, true),
+            (409, true),
+            (415, true),
+            (422, true),
+            (408, false),
+            (429, false),
+            (500, false),
+            (503, false),
+        ] {
+            assert_eq!(
+                is_stored(StatusCode::from_u16(status).unwrap()),
+                stored,
+                "{status}"
+            );
         }
     }
 

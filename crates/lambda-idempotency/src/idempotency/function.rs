@@ -47,11 +47,18 @@ pub enum IdempotencyError<E> {
     /// one), and the wrapper requires one (the default).
     #[error("the input has no idempotency key")]
     NoKey,
-    /// The input (for its key or payload) or the output could not be
-    /// serialised, or a stored output does not read as the output type;
-    /// says which, never the value.
+    /// The input (for its key or payload) could not be serialised, or a
+    /// stored output does not read as the output type; says which, never
+    /// the value.
     #[error("{0} could not be (de)serialised as JSON")]
     Json(&'static str),
+    /// The function ran (its effect counts), but its output could not be
+    /// stored ([`NotStored`] says why): the key is completed without it,
+    /// so the function does not run again for the key until the key
+    /// expires, and this call and every repeat get this error. A defect
+    /// of the function's output type or size, logged at ERROR.
+    #[error("the function ran, but its output could not be stored: {0}")]
+    OutputNotStored(NotStored),
     /// The store did not confirm: the claim, or the completion after the
     /// function ran. In the latter case the function's effect happened
     /// and the key stays claimed until its lease ends: a retry before
@@ -59,6 +66,38 @@ pub enum IdempotencyError<E> {
     /// again.
     #[error(transparent)]
     Store(StoreError),
+}
+
+/// Why a function's output was not stored
+/// ([`IdempotencyError::OutputNotStored`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotStored {
+    /// It does not serialise as JSON (e.g. a map whose keys are not
+    /// strings).
+    #[error("it does not serialise as JSON")]
+    NotJson,
+    /// Its record would be larger than the store's item limit.
+    #[error("it is larger than the store's item limit")]
+    TooLarge,
+}
+
+impl NotStored {
+    /// What the key's record holds instead of the output: JSON no output
+    /// is (a key that starts with NUL), so that a repeat is answered with
+    /// the same error instead of running the function again.
+    fn marker(self) -> &'static str {
+        match self {
+            NotStored::NotJson => r#"{"\u0000lambda-idempotency:not-stored":"not-json"}"#,
+            NotStored::TooLarge => r#"{"\u0000lambda-idempotency:not-stored":"too-large"}"#,
+        }
+    }
+
+    /// The reason a stored output marks, if it is a marker.
+    fn of_stored(output: &str) -> Option<NotStored> {
+        [NotStored::NotJson, NotStored::TooLarge]
+            .into_iter()
+            .find(|n| n.marker() == output)
+    }
 }
 
 /// When a call's lease ends: epoch milliseconds (lambda_runtime's
@@ -359,6 +398,9 @@ where
         match self.store.claim(&claim).await {
             Ok(Claimed::Held) => {}
             Ok(Claimed::Refused(Refusal::Completed(stored))) => {
+                if let Some(why) = NotStored::of_stored(&stored.output) {
+                    return Err(IdempotencyError::OutputNotStored(why));
+                }
                 let output: O = serde_json::from_str(&stored.output)
                     .map_err(|_| IdempotencyError::Json("the stored output"))?;
                 return Ok(match &self.on_replay {
@@ -370,7 +412,11 @@ where
                 return Err(IdempotencyError::OtherPayload);
             }
             Ok(Claimed::Refused(Refusal::InProgress { lease_until_ms })) => {
-                let left = lease_until_ms.saturating_sub(now_ms).max(1);
+                // Taken over only once the skew allowance has passed too.
+                let left = lease_until_ms
+                    .saturating_add(super::skew_ms())
+                    .saturating_sub(now_ms)
+                    .max(1);
                 return Err(IdempotencyError::InProgress {
                     retry_after: Duration::from_millis(left),
                     lease_until_ms,
@@ -391,10 +437,6 @@ where
                 return Err(IdempotencyError::Function(e));
             }
         };
-        let Ok(text) = serde_json::to_string(&output) else {
-            self.store.release(&claim).await;
-            return Err(IdempotencyError::Json("the output"));
-        };
         // The expiry counts from now, when the output is stored, not from
         // the claim: a call that ran long still replays for the whole
         // expiry.
@@ -402,11 +444,30 @@ where
             now_ms: (self.clock)(),
             ..claim
         };
+        let why = match serde_json::to_string(&output) {
+            Ok(text) => match self.store.complete(&completed, &text).await {
+                Ok(()) => return Ok(output),
+                Err(StoreError::ItemTooLarge) => NotStored::TooLarge,
+                // Not confirmed: the key stays claimed until its lease
+                // ends (IdempotencyError::Store says what follows).
+                Err(e) => return Err(IdempotencyError::Store(e)),
+            },
+            Err(_) => NotStored::NotJson,
+        };
+        // The function ran: its effect counts. Given back (or left to its
+        // lease), the key would run it again at the next call, and again
+        // after every lease, for an output that never fits. Completed with
+        // a marker instead, every repeat gets this error until the key
+        // expires.
+        tracing::error!(
+            reason = %why,
+            "the function ran, but its output cannot be stored: the key is completed without it"
+        );
         self.store
-            .complete(&completed, &text)
+            .complete(&completed, why.marker())
             .await
             .map_err(IdempotencyError::Store)?;
-        Ok(output)
+        Err(IdempotencyError::OutputNotStored(why))
     }
 
     /// The input's stored key (prefix added by the store): its key,

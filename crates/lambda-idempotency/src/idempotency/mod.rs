@@ -41,6 +41,7 @@
 //! of completed records (`cache`), and the wrapper (`function`).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{Number, Value};
 use sha2::{Digest, Sha256};
@@ -51,10 +52,11 @@ mod cache;
 mod function;
 mod store;
 
-pub use function::{IdempotencyError, Idempotent, LeaseEnd};
+pub use function::{IdempotencyError, Idempotent, LeaseEnd, NotStored};
 
 pub use store::{
-    Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, LegacyOutput, TransactError,
+    Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, LegacyOutput, MAX_ITEM_BYTES,
+    TransactError,
 };
 
 /// What the store holds for a key, read strictly from the stored item.
@@ -166,7 +168,7 @@ pub fn classify(
             attempt: claimed_by,
             lease_until_ms,
             ..
-        } if *lease_until_ms > now_ms => {
+        } if lease_is_live(*lease_until_ms, now_ms) => {
             if claimed_by == attempt {
                 Ok(Claimed::Held)
             } else {
@@ -178,6 +180,30 @@ pub fn classify(
         // The lease is over: the claim's condition admits it.
         Record::InProgress { .. } => Err(StoreError::InconsistentRefusal),
     }
+}
+
+/// How far apart two callers' clocks may be: a lease is taken over only
+/// this long after it ended by the taker's clock.
+///
+/// A lease ends at the claiming invocation's deadline, read by the
+/// claiming host's clock; another host takes the key over by its own
+/// clock. Lambda's hosts keep time with the Amazon Time Sync Service
+/// (NTP, within about a millisecond of UTC), so a second is three orders
+/// of magnitude of margin; a host whose clock is further off than this
+/// may take over a lease that is still running, and run the function
+/// twice. A crashed call's key is held this much longer, nothing else.
+pub const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(1);
+
+/// Does a lease that ends at `lease_until_ms` (the claimer's clock) still
+/// hold at `now_ms` (this caller's clock)? Until it ended plus
+/// [`CLOCK_SKEW_ALLOWANCE`]: the same test as the claim's condition.
+pub fn lease_is_live(lease_until_ms: u64, now_ms: u64) -> bool {
+    lease_until_ms.saturating_add(skew_ms()) > now_ms
+}
+
+/// [`CLOCK_SKEW_ALLOWANCE`] in milliseconds.
+pub(crate) fn skew_ms() -> u64 {
+    u64::try_from(CLOCK_SKEW_ALLOWANCE.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Is a key that expires at `expires_at` (epoch seconds) expired at
@@ -195,24 +221,31 @@ pub fn fingerprint(value: &Value) -> String {
     hex(&Sha256::digest(canonical.as_bytes()))
 }
 
-/// [`fingerprint`] of a JSON text, exact in its numbers. A parsed
-/// [`Value`] holds a number that is neither a `u64` nor an `i64` as an
-/// `f64`, so two texts that differ only beyond an `f64`'s precision
-/// (`0.1000000000000000001` and `0.1`, `9007199254740993.0` and
-/// `9007199254740992.0`, `1e-400` and `0`) would have one fingerprint, and
-/// the second request would replay the first one's answer. Here such a
-/// number is hashed by its exact decimal value instead; every other
-/// number, and so every payload whose numbers an `f64` holds exactly, as
-/// [`fingerprint`] hashes it: the fingerprints stored before are still
-/// found.
+/// [`fingerprint`] of a JSON text, exact in its numbers and in its keys.
+///
+/// - Numbers: a parsed [`Value`] holds a number that is neither a `u64`
+///   nor an `i64` as an `f64`, so two texts that differ only beyond an
+///   `f64`'s precision (`0.1000000000000000001` and `0.1`,
+///   `9007199254740993.0` and `9007199254740992.0`, `1e-400` and `0`)
+///   would have one fingerprint, and the second request would replay the
+///   first one's answer. And serde_json (built without `float_roundtrip`)
+///   misreads about one full-precision double in ten by a unit in the last
+///   place, so that `51882954.848336324` and `51882954.84833632` would read
+///   as one number. Here a number is hashed by the text of its correctly
+///   rounded `f64` when that double is exactly the text's value, and by
+///   its exact decimal value otherwise. For every number serde_json reads
+///   correctly, that is the text [`fingerprint`] hashes: the fingerprints
+///   stored before are still found.
+/// - Keys: an object that repeats a key (`{"a":1,"a":2}`) is not the
+///   object of its last value (`{"a":2}`), which is what a [`Value`]
+///   keeps: each of its values is hashed, in order. A service may refuse
+///   the first and accept the second; replaying the refusal to the
+///   corrected request would be wrong.
 ///
 /// Errors: the text is not JSON (serde_json's error, which gives a
 /// position, never the input).
 pub fn json_fingerprint(text: &[u8]) -> Result<String, serde_json::Error> {
     let value: Value = serde_json::from_slice(text)?;
-    if !has_float(&value) {
-        return Ok(fingerprint(&value));
-    }
     // serde_json has checked the text (and bounded its depth, which bounds
     // the recursion here): the exact reading cannot fail but on a bug,
     // and then the value's fingerprint is the one answer left.
@@ -225,39 +258,34 @@ pub fn json_fingerprint(text: &[u8]) -> Result<String, serde_json::Error> {
     Ok(hex(&Sha256::digest(canonical.as_bytes())))
 }
 
-/// Does the value hold a number parsed as an `f64` (which may have lost
-/// digits of its text)?
-fn has_float(v: &Value) -> bool {
-    match v {
-        Value::Number(n) => n.is_f64(),
-        Value::Array(items) => items.iter().any(has_float),
-        Value::Object(map) => map.values().any(has_float),
-        _ => false,
-    }
-}
-
 /// A JSON value read from its text for [`json_fingerprint`]: objects by
-/// sorted key (the last of a repeated key wins, as in a [`Value`]),
-/// scalars as their canonical text.
+/// sorted key (a repeated key keeps every value, in order), scalars as
+/// their canonical text.
 enum Node {
-    Object(BTreeMap<String, Node>),
+    Object(BTreeMap<String, Vec<Node>>),
     Array(Vec<Node>),
     Scalar(String),
 }
 
 impl Node {
-    /// The same canonical form as `write_canonical` of the value.
+    /// The same canonical form as `write_canonical` of the value, for an
+    /// object without repeated keys; a repeated key is written once per
+    /// value (which no object without one can be written as).
     fn write(&self, out: &mut String) {
         match self {
             Node::Object(map) => {
                 out.push('{');
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
+                let mut first = true;
+                for (k, values) in map {
+                    for v in values {
+                        if !first {
+                            out.push(',');
+                        }
+                        first = false;
+                        out.push_str(&Value::String(k.clone()).to_string());
+                        out.push(':');
+                        v.write(out);
                     }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    v.write(out);
                 }
                 out.push('}');
             }
@@ -307,7 +335,7 @@ impl Scan<'_> {
                     let key = self.string()?;
                     self.eat(b':')?;
                     let value = self.node()?;
-                    map.insert(key, value);
+                    map.entry(key).or_insert_with(Vec::new).push(value);
                     if self.eat(b',').is_none() {
                         self.eat(b'}')?;
                         return Some(Node::Object(map));
@@ -366,25 +394,21 @@ impl Scan<'_> {
     }
 }
 
-/// A number's canonical text: serde_json's, as [`fingerprint`] writes it,
-/// unless it is an `f64` that cannot hold the text's value (digits were
-/// lost): then the text's exact decimal value, as `{digits}e{exponent}`
-/// (which no `f64`'s text can be: it would have the same value).
-///
-/// Whether digits were lost is asked of the correctly rounded `f64` (the
-/// standard library's parse), not of serde_json's: without its
-/// `float_roundtrip` feature serde_json may land one unit off, and a
-/// number stored so before must keep the fingerprint it was stored with.
+/// A number's canonical text: an integer's (a `u64` or `i64`, exact);
+/// otherwise the text of the number's correctly rounded `f64` (the
+/// standard library's parse, not serde_json's, which may land a unit off)
+/// when that double's value is exactly the text's; otherwise the text's
+/// exact decimal value, as `{digits}e{exponent}` (which no `f64`'s text
+/// can be: it would have the same value).
 fn number_text(token: &[u8], n: &Number) -> Option<String> {
-    let shown = n.to_string();
     if !n.is_f64() {
-        return Some(shown);
+        return Some(n.to_string());
     }
     let exact = decimal(token)?;
     let nearest: f64 = std::str::from_utf8(token).ok()?.parse().ok()?;
     let nearest = Number::from_f64(nearest)?.to_string();
     if decimal(nearest.as_bytes())? == exact {
-        return Some(shown);
+        return Some(nearest);
     }
     let (negative, digits, exponent) = exact;
     Some(format!(
@@ -533,7 +557,6 @@ mod tests {
             r#"{"a":0.1,"b":1.5,"c":1.50,"d":1e2,"e":-0.0,"f":2.5e-3,"g":"s"}"#,
             r#"{"u":18446744073709551615,"i":-9223372036854775808,"z":0.000}"#,
             r#"[1e300, 123456789.125, {"k": 5e-324}]"#,
-            r#"{"a":1,"a":2.5}"#,
         ] {
             assert_eq!(fp(t), old(t), "{t}");
         }
@@ -560,17 +583,86 @@ mod tests {
                 assert_eq!(old(&a), old(&b), "f64 alone confuses them: {a}");
             }
         }
-        // The exact reading still ignores key order and whitespace, keeps
-        // a repeated key's last value, and reads strings and escapes.
+        // The exact reading still ignores key order and whitespace, and
+        // reads strings and escapes.
         assert_eq!(
             fp(r#"{"b":"x\"y\u00e9","a":[0.1000000000000000001, true]}"#),
             fp(r#" { "a" : [ 1000000000000000001e-19 , true ] , "b" : "x\"yé" } "#)
         );
-        assert_eq!(
-            fp(r#"{"a":0.1000000000000000001,"a":0.3000000000000000001}"#),
-            fp(r#"{"a":0.3000000000000000001}"#)
-        );
         assert!(json_fingerprint(b"{not json").is_err());
+    }
+
+    #[test]
+    fn a_repeated_key_is_not_its_last_value() {
+        let fp = |t: &str| json_fingerprint(t.as_bytes()).unwrap();
+        // A Value keeps the last: the old fingerprint confused them.
+        let old = |t: &str| fingerprint(&serde_json::from_str(t).unwrap());
+        for (repeated, last) in [
+            (r#"{"a":1,"a":2}"#, r#"{"a":2}"#),
+            (r#"{"a":1,"a":2.5}"#, r#"{"a":2.5}"#),
+            (
+                r#"{"x":{"a":"s","a":"t"},"b":1}"#,
+                r#"{"b":1,"x":{"a":"t"}}"#,
+            ),
+            (
+                r#"{"a":0.1000000000000000001,"a":0.3000000000000000001}"#,
+                r#"{"a":0.3000000000000000001}"#,
+            ),
+        ] {
+            assert_ne!(fp(repeated), fp(last), "{repeated}");
+            assert_eq!(old(repeated), old(last), "{repeated}");
+        }
+        // The same repeats in the same order, spelled otherwise: one.
+        assert_eq!(
+            fp(r#"{"a":1,"b":0,"a":2}"#),
+            fp(r#"{ "b":0, "a":1, "a":2 }"#)
+        );
+        assert_ne!(fp(r#"{"a":1,"a":2}"#), fp(r#"{"a":2,"a":1}"#));
+    }
+
+    #[test]
+    fn a_double_serde_json_misreads_keeps_its_own_fingerprint() {
+        let fp = |t: &str| json_fingerprint(t.as_bytes()).unwrap();
+        // serde_json (no float_roundtrip) reads the first as the second.
+        let (a, b) = ("51882954.848336324", "51882954.84833632");
+        assert_ne!(a.parse::<f64>().unwrap(), b.parse::<f64>().unwrap());
+        assert_ne!(
+            fp(&format!(r#"{{"price":{a}}}"#)),
+            fp(&format!(r#"{{"price":{b}}}"#))
+        );
+        // Each is the fingerprint of its correctly rounded double's text.
+        let right = |t: &str| {
+            let v: f64 = t.parse().unwrap();
+            fingerprint(&json!({ "price": v }))
+        };
+        assert_eq!(fp(&format!(r#"{{"price":{a}}}"#)), right(a));
+        assert_eq!(fp(&format!(r#"{{"price":{b}}}"#)), right(b));
+    }
+
+    proptest::proptest! {
+        /// Any double and its neighbours a unit or two away: their texts
+        /// (the shortest, and 17 digits) never share a fingerprint, and
+        /// the shortest one's is the fingerprint of the double itself.
+        #[test]
+        fn every_double_has_its_own_fingerprint(bits in proptest::num::u64::ANY, step in 1u64..3) {
+            let x = f64::from_bits(bits);
+            proptest::prop_assume!(x.is_finite());
+            let next = f64::from_bits(bits.wrapping_add(step));
+            proptest::prop_assume!(next.is_finite());
+            let fp = |t: String| json_fingerprint(format!(r#"{{"n":{t}}}"#).as_bytes()).unwrap();
+            let full = |v: f64| format!("{v:.16e}");
+            let short = |v: f64| format!("{v:e}");
+            // The text serde_json writes of the double: the double's own
+            // fingerprint. (Rust's shortest text may end in another digit
+            // that reads back as the same double: another decimal, and so
+            // another fingerprint, like any other spelling of a number.)
+            let ryu = Number::from_f64(x).map(|n| n.to_string()).unwrap_or_default();
+            proptest::prop_assert_eq!(fp(ryu), fingerprint(&json!({ "n": x })));
+            if x != next {
+                proptest::prop_assert_ne!(fp(full(x)), fp(full(next)));
+                proptest::prop_assert_ne!(fp(short(x)), fp(short(next)));
+            }
+        }
     }
 
     #[test]
@@ -638,17 +730,25 @@ mod tests {
                 Ok(Refused(Refusal::OtherPayload)),
             ),
             (
-                Some(mine("f", now, live)),
+                Some(mine("f", now - skew_ms(), live)),
                 Err(StoreError::InconsistentRefusal),
             ),
             (
                 Some(mine("f", now + 1, now / 1000)),
                 Err(StoreError::InconsistentRefusal),
             ),
-            // A lease at or before now is over: the claim should have held.
+            // A lease that ended, by the clock skew allowance or more,
+            // is over: the claim should have held.
             (
-                Some(running("f", now)),
+                Some(running("f", now - skew_ms())),
                 Err(StoreError::InconsistentRefusal),
+            ),
+            // Within the allowance it still holds.
+            (
+                Some(running("f", now - skew_ms() + 1)),
+                Ok(Refused(Refusal::InProgress {
+                    lease_until_ms: now - skew_ms() + 1,
+                })),
             ),
             // Expired (checked here, whatever TTL did): never answers.
             (

@@ -30,6 +30,12 @@ const LEASE_UNTIL: &str = "lease_until";
 const OUTPUT: &str = "data";
 const FIXED: [&str; 5] = [STATUS, FINGERPRINT, ATTEMPT, LEASE_UNTIL, OUTPUT];
 
+/// DynamoDB's largest item, in bytes (attribute names and values).
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+/// Kept free below [`MAX_ITEM_BYTES`]: a number's size is DynamoDB's
+/// estimate, and an adopter's table may add an attribute or two.
+const ITEM_HEADROOM: usize = 1024;
+
 /// DynamoDB allows ClientRequestTokens of up to 36 characters.
 const MAX_TOKEN: usize = 36;
 
@@ -410,7 +416,9 @@ impl IdempotencyStore {
             .expression_attribute_names("#st", STATUS)
             .expression_attribute_names("#lu", LEASE_UNTIL)
             .expression_attribute_values(":now_s", n(c.now_ms / 1000))
-            .expression_attribute_values(":now_ms", n(c.now_ms))
+            // A lease is over once it ended plus the clock skew allowed
+            // between hosts (super::lease_is_live, the same test).
+            .expression_attribute_values(":now_ms", n(c.now_ms.saturating_sub(super::skew_ms())))
             .expression_attribute_values(":inp", s(IN_PROGRESS))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -439,8 +447,13 @@ impl IdempotencyStore {
     /// key) is [`StoreError::InconsistentRefusal`]. A completion whose
     /// answer was lost and that the SDK sent again finds its own completed
     /// record, and is a success.
+    ///
+    /// Errors: [`StoreError::ItemTooLarge`], before anything is sent, when
+    /// the completed record would not fit in a DynamoDB item (the output
+    /// with the key, fingerprint, attempt and names).
     pub async fn complete(&self, c: &Claim<'_>, output: &str) -> Result<(), StoreError> {
         let key = self.stored_key(c.key);
+        self.fits(c, &key, output)?;
         let (expires_at, update) = self.completing(c, &key, output);
         let result = update(self.client.update_item().table_name(&self.table.name))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -481,8 +494,13 @@ impl IdempotencyStore {
     /// write ([`Self::transact`] sends one): both commit, or neither. Its
     /// condition (this attempt's in-progress claim) cancels the
     /// transaction if the claim was lost.
+    ///
+    /// Errors: [`StoreError::ItemTooLarge`] as for [`Self::complete`], so
+    /// that a transaction that could never commit is not built (and the
+    /// business write does not happen).
     pub fn completion(&self, c: &Claim<'_>, output: &str) -> Result<TransactWriteItem, StoreError> {
         let key = self.stored_key(c.key);
+        self.fits(c, &key, output)?;
         let (_, update) = self.completing(c, &key, output);
         let built = update(Update::builder().table_name(&self.table.name))
             .build()
@@ -490,6 +508,29 @@ impl IdempotencyStore {
                 code: "ConstructionFailure".into(),
             })?;
         Ok(TransactWriteItem::builder().update(built).build())
+    }
+
+    /// Would the completed record of `key` with `output` fit in an item?
+    /// Its size by DynamoDB's rules: each attribute's name and value in
+    /// UTF-8 bytes, a number at most 21 bytes.
+    fn fits(&self, c: &Claim<'_>, key: &str, output: &str) -> Result<(), StoreError> {
+        let named = |name: &str, value: usize| name.len() + value;
+        let key_bytes: usize = self
+            .table
+            .item_key(key)
+            .iter()
+            .map(|(k, v)| named(k, v.as_s().map_or(0, String::len)))
+            .sum();
+        let bytes = key_bytes
+            + named(STATUS, COMPLETED.len())
+            + named(FINGERPRINT, c.fingerprint.len())
+            + named(ATTEMPT, c.attempt.len())
+            + named(OUTPUT, output.len())
+            + named(&self.table.ttl_attribute, 21);
+        if bytes > MAX_ITEM_BYTES - ITEM_HEADROOM {
+            return Err(StoreError::ItemTooLarge);
+        }
+        Ok(())
     }
 
     /// The completing update's key, expression, condition and values, for
