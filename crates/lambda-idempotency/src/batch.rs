@@ -27,7 +27,7 @@ use thiserror::Error;
 use tokio::time::Instant;
 use tracing::{Instrument, Level, Span};
 
-use crate::config::BatchSettings;
+use crate::config::{BatchSettings, KeyOrder, WholeBatchFailure};
 use crate::error::StoreError;
 use crate::metrics::{OutcomeCounts, VisibilityTally};
 use crate::outcome::{self, Failure, RecordOutcome, Skip, Verdict};
@@ -56,10 +56,19 @@ pub trait Handler: Sync {
     /// [`BatchRecord::source_group`], if it has one, is used instead).
     fn key(&self, event: &Self::Event) -> String;
     /// The order within a key when the source does not impose one (ties
-    /// keep arrival order).
-    fn rank(&self, event: &Self::Event) -> u64;
-    /// The tracing span of one record; it must have an `outcome` field.
-    fn span(&self, record_id: &str, event: Option<&Self::Event>) -> Span;
+    /// keep arrival order). By default every record ranks alike: arrival
+    /// order.
+    fn rank(&self, _event: &Self::Event) -> u64 {
+        0
+    }
+    /// The tracing span of one record, in which its log line is written.
+    /// By default `record` with the record's id (`record_id`) and its
+    /// `outcome` (filled in by the engine). A span of your own (to add the
+    /// event's key, say) must declare an `outcome` field too
+    /// ([`record_span`] makes one), or the line has no outcome.
+    fn span(&self, record_id: &str, _event: Option<&Self::Event>) -> Span {
+        record_span(record_id)
+    }
     /// Settle a record with no I/O if possible (a warm-container cache). Asked
     /// before the deadline check: a settled record costs no time.
     fn settle_without_io(&self, _event: &Self::Event, _cx: &BatchContext) -> Option<Self::Verdict> {
@@ -209,8 +218,26 @@ impl<V: Verdict, F> BatchReport<V, F> {
 
     /// The ids of the records that were not acknowledged, once each, in
     /// arrival order; or an invocation error when a failed record has no id,
-    /// or when every record failed on DynamoDB.
+    /// or when every record failed on DynamoDB
+    /// ([`WholeBatchFailure::FailInvocation`], the default;
+    /// [`Self::failures_with`] chooses).
     pub fn failures(&self) -> Result<Vec<String>, BatchError> {
+        self.failures_with(WholeBatchFailure::FailInvocation)
+    }
+
+    /// Did every record fail on a dependency (or go unattempted after one
+    /// did)? The whole-batch outage [`WholeBatchFailure`] decides about.
+    pub fn is_outage(&self) -> bool {
+        let infra = |o: &RecordOutcome<V, F>| o.is_dependency_failure() || o.is_not_attempted();
+        !self.records.is_empty()
+            && self.outcomes().all(infra)
+            && self.outcomes().any(RecordOutcome::is_dependency_failure)
+    }
+
+    /// [`Self::failures`], with `whole` deciding what a batch whose every
+    /// record failed on a dependency answers: an invocation error, or the
+    /// list of every record.
+    pub fn failures_with(&self, whole: WholeBatchFailure) -> Result<Vec<String>, BatchError> {
         if let Some(Starved {
             budget_ms,
             margin_ms,
@@ -235,11 +262,7 @@ impl<V: Verdict, F> BatchReport<V, F> {
         if unidentifiable > 0 {
             return Err(BatchError::Unidentifiable(unidentifiable));
         }
-        let infra = |o: &RecordOutcome<V, F>| o.is_dependency_failure() || o.is_not_attempted();
-        if !self.records.is_empty()
-            && self.outcomes().all(infra)
-            && self.outcomes().any(RecordOutcome::is_dependency_failure)
-        {
+        if whole == WholeBatchFailure::FailInvocation && self.is_outage() {
             return Err(BatchError::Outage(self.records.len()));
         }
         let mut seen = std::collections::HashSet::new();
@@ -251,23 +274,19 @@ impl<V: Verdict, F> BatchReport<V, F> {
     }
 }
 
-/// Epoch milliseconds of 2001-09-09. A real invocation deadline is always
-/// later; a smaller value is a duration, which is what some local emulators
-/// (cargo lambda watch 1.9 sends 600000) put in `Lambda-Runtime-Deadline-Ms`.
-const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
-
 /// Lambda's deadline as epoch milliseconds, whatever the runtime API sent:
 /// a value below 10^12 (2001-09-09 in epoch milliseconds) is read as
 /// milliseconds from now.
 pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
-    if deadline_ms < EPOCH_MS_FLOOR {
+    let now = crate::time::epoch_ms();
+    let read = crate::time::runtime_deadline(deadline_ms, now).unwrap_or(now);
+    if read != deadline_ms {
         tracing::warn!(
             deadline_ms,
             "invocation deadline is not an epoch timestamp (local emulator?); reading it as milliseconds from now"
         );
-        return crate::time::epoch_ms().saturating_add(deadline_ms);
     }
-    deadline_ms
+    read
 }
 
 /// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
@@ -326,7 +345,7 @@ pub async fn process<H: Handler>(
                     .cloned()
                     .unwrap_or(ParseError::MissingBody);
                 let outcome = Outcome::<H>::Invalid(err);
-                record_span(handler, record, None).in_scope(|| log_outcome(&outcome));
+                span_of(handler, record, None).in_scope(|| log_outcome(&outcome));
                 outcomes[i] = Some(outcome);
             }
         }
@@ -403,18 +422,19 @@ impl<H: Handler> GroupRun<'_, H> {
         let mut blocked = false;
         for i in indices {
             let ev = self.parsed[i].as_ref().ok();
-            let span = record_span(self.handler, &self.records[i], ev);
+            let span = span_of(self.handler, &self.records[i], ev);
             let outcome = match &self.parsed[i] {
                 _ if blocked => RecordOutcome::NotAttempted(Skip::FifoGroupBlocked),
                 Err(e) => RecordOutcome::Invalid(e.clone()),
                 Ok(ev) => self.apply(ev).instrument(span.clone()).await,
             };
             span.in_scope(|| log_outcome(&outcome));
-            // Strict order (FIFO, streams): once a record of the group is not
-            // acknowledged, applying a later one would reorder the group, so
-            // the rest wait for the redelivery; unless this record will not
-            // be redelivered (see `holds_group_back`).
-            if self.strict
+            // Strict order (FIFO, streams, or KeyOrder::Strict): once a
+            // record of the group is not acknowledged, applying a later one
+            // would reorder the group, so the rest wait for the redelivery;
+            // unless this record will not be redelivered (see
+            // `holds_group_back`).
+            if (self.strict || self.settings.key_order == KeyOrder::Strict)
                 && !outcome.acknowledge()
                 && holds_group_back(
                     self.records[i].receive_count(),
@@ -468,7 +488,13 @@ pub fn holds_group_back(receive_count: Option<u32>, max_receive_count: Option<u3
     }
 }
 
-fn record_span<H: Handler>(handler: &H, record: &H::Record, ev: Option<&H::Event>) -> Span {
+/// The default span of a record ([`Handler::span`]): `record`, with the
+/// record's id and an `outcome` field for the engine to fill in.
+pub fn record_span(record_id: &str) -> Span {
+    tracing::info_span!("record", record_id, outcome = tracing::field::Empty)
+}
+
+fn span_of<H: Handler>(handler: &H, record: &H::Record, ev: Option<&H::Event>) -> Span {
     handler.span(record.id().unwrap_or("-"), ev)
 }
 
@@ -677,7 +703,7 @@ mod engine_tests {
         BatchSettings {
             max_concurrency,
             deadline_margin: Duration::from_secs(2),
-            max_receive_count: None,
+            ..BatchSettings::default()
         }
     }
 
@@ -710,6 +736,57 @@ mod engine_tests {
         let keys: Vec<_> = report.records.iter().map(|r| r.key.as_deref()).collect();
         assert_eq!(keys, [Some("a"), Some("b"), Some("a"), Some("a")]);
         assert_eq!(report.failures(), Ok(vec![]));
+    }
+
+    /// A standard queue: `[earn (fails), redeem]` of one key. Ranked (the
+    /// default), the redemption still runs after the failure; Strict, it
+    /// is held back and goes back to the queue with it, and other keys go
+    /// on either way.
+    #[tokio::test(start_paused = true)]
+    async fn strict_key_order_holds_a_key_back_after_a_failure_on_a_standard_queue() {
+        let e = event(&[
+            ("m1", "a:1:fail", None),
+            ("m2", "a:2:ok", None),
+            ("m3", "b:1:ok", None),
+        ]);
+        let h = handler();
+        let ranked = run(&h, &e, settings(8)).await;
+        assert_eq!(labels(&ranked), ["Failed", "Done", "Done"]);
+        assert_eq!(applied(&h), ["a:2", "b:1"]);
+        let h = handler();
+        let strict = BatchSettings {
+            key_order: KeyOrder::Strict,
+            ..settings(8)
+        };
+        let held = run(&h, &e, strict).await;
+        assert_eq!(labels(&held), ["Failed", "NotAttempted", "Done"]);
+        assert_eq!(applied(&h), ["b:1"]);
+        assert_eq!(held.failures(), Ok(vec!["m1".to_owned(), "m2".to_owned()]));
+    }
+
+    /// Every record failed on a dependency: an invocation error by default
+    /// (the outage shows in Lambda's Errors), or every record listed in the
+    /// partial-batch response when the function says so.
+    #[tokio::test(start_paused = true)]
+    async fn a_whole_batch_outage_fails_the_invocation_or_lists_every_record() {
+        let h = handler();
+        let e = event(&[("m1", "a:1:fail", None), ("m2", "b:1:fail", None)]);
+        let report = run(&h, &e, settings(8)).await;
+        assert!(report.is_outage());
+        assert_eq!(report.failures(), Err(BatchError::Outage(2)));
+        assert_eq!(
+            report.failures_with(WholeBatchFailure::FailInvocation),
+            Err(BatchError::Outage(2))
+        );
+        assert_eq!(
+            report.failures_with(WholeBatchFailure::ReportEach),
+            Ok(vec!["m1".to_owned(), "m2".to_owned()])
+        );
+        // One record acknowledged: no outage, whatever the choice.
+        let e = event(&[("m1", "a:1:fail", None), ("m2", "b:1:ok", None)]);
+        let report = run(&h, &e, settings(8)).await;
+        assert!(!report.is_outage());
+        assert_eq!(report.failures(), Ok(vec!["m1".to_owned()]));
     }
 
     #[tokio::test(start_paused = true)]
@@ -972,7 +1049,7 @@ mod kinesis_engine_tests {
         BatchSettings {
             max_concurrency: 8,
             deadline_margin: Duration::from_secs(2),
-            max_receive_count: None,
+            ..BatchSettings::default()
         }
     }
 

@@ -26,6 +26,51 @@ pub struct BatchSettings {
     /// strictly ordered group's failed record on its last receive then does
     /// not hold the group's later records back.
     pub max_receive_count: Option<u32>,
+    /// Whether a failed record holds back the rest of its key on a source
+    /// without an order of its own (an SQS standard queue).
+    pub key_order: KeyOrder,
+    /// What a batch whose every record failed on a dependency answers.
+    pub whole_batch_failure: WholeBatchFailure,
+}
+
+/// On a source without an order of its own (an SQS standard queue), how
+/// the records of one key (the handler's [`key`](crate::Handler::key)) are
+/// applied within a batch. A FIFO queue, a DynamoDB stream and a Kinesis
+/// shard are always strict, per message group or partition key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyOrder {
+    /// One after another in [`rank`](crate::Handler::rank) order (ties in
+    /// arrival order), each on its own: a record that fails does not stop
+    /// the later ones of its key, which may then be refused for good (a
+    /// redemption applied before the earn it needed, which failed on a
+    /// throttle, is rejected). Fine when each record's effect stands alone
+    /// or the handler's rules tell "too early" from "never" (a contiguous
+    /// sequence number does).
+    #[default]
+    Ranked,
+    /// As `Ranked`, and a record that is not acknowledged holds back the
+    /// rest of its key in this batch: they are not attempted and go back to
+    /// the queue with it (`NotAttempted`). Order holds within one batch
+    /// only: a standard queue may hand a later record to another batch,
+    /// before the failed one comes back. For order across batches, use a
+    /// FIFO queue with the key as its `MessageGroupId`.
+    Strict,
+}
+
+/// What a batch whose every record failed on a dependency (or was not
+/// attempted after one did) answers Lambda.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WholeBatchFailure {
+    /// Fail the invocation (`{name}.DependencyOutage`), so that the outage
+    /// shows in Lambda's `Errors` metric and alarms; every record returns
+    /// to the queue (the default, as Powertools'
+    /// `raise_on_entire_batch_failure`).
+    #[default]
+    FailInvocation,
+    /// Answer the partial-batch response listing every record, like any
+    /// other batch: nothing in Lambda's `Errors` (alarm on the `Failed`
+    /// metric instead), and the invocation succeeds.
+    ReportEach,
 }
 
 impl Default for BatchSettings {
@@ -36,6 +81,8 @@ impl Default for BatchSettings {
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             deadline_margin: Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS),
             max_receive_count: None,
+            key_order: KeyOrder::default(),
+            whole_batch_failure: WholeBatchFailure::default(),
         }
     }
 }
@@ -168,6 +215,7 @@ impl Settings {
             max_concurrency: self.max_concurrency,
             deadline_margin: self.deadline_margin,
             max_receive_count: self.max_receive_count,
+            ..BatchSettings::default()
         }
     }
 }

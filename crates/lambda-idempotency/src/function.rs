@@ -15,7 +15,7 @@ use thiserror::Error;
 use crate::batch::{
     self, BatchError, BatchReport, Handler, deadline_epoch_ms, deadline_from_epoch_ms,
 };
-use crate::config::{BatchSettings, Settings, Telemetry};
+use crate::config::{BatchSettings, KeyOrder, Settings, Telemetry, WholeBatchFailure};
 use crate::metrics;
 use crate::outcome::Verdict;
 use crate::records::{BatchEvent, BatchRecord, StrictInput};
@@ -36,6 +36,8 @@ pub struct Function<H> {
     redelivery: Option<Redelivery>,
     /// `cold_start` in the logs and `ColdStart` in the metrics.
     cold: ColdStart,
+    key_order: KeyOrder,
+    whole_batch_failure: WholeBatchFailure,
 }
 
 /// True for the first invocation of a process only: `cold_start` in the
@@ -106,9 +108,29 @@ pub struct FunctionBuilder<H> {
     settings: Option<Settings>,
     #[cfg(feature = "sqs")]
     redelivery: Option<Redelivery>,
+    key_order: KeyOrder,
+    whole_batch_failure: WholeBatchFailure,
 }
 
 impl<H: Handler> FunctionBuilder<H> {
+    /// On an SQS standard queue, whether a failed record holds back the
+    /// rest of its key in the batch ([`KeyOrder::Strict`]) or not
+    /// ([`KeyOrder::Ranked`], the default). FIFO queues and streams are
+    /// always strict per group.
+    pub fn key_order(mut self, order: KeyOrder) -> Self {
+        self.key_order = order;
+        self
+    }
+
+    /// What a batch whose every record failed on a dependency answers:
+    /// an invocation error ([`WholeBatchFailure::FailInvocation`], the
+    /// default) or the partial-batch response listing every record
+    /// ([`WholeBatchFailure::ReportEach`]).
+    pub fn whole_batch_failure(mut self, whole: WholeBatchFailure) -> Self {
+        self.whole_batch_failure = whole;
+        self
+    }
+
     /// The function's name in its invocation errors' `errorType`
     /// (`{name}.DependencyOutage`): 1 to 64 ASCII letters and digits,
     /// starting with a letter, so the type stays one searchable token.
@@ -149,6 +171,8 @@ impl<H: Handler> FunctionBuilder<H> {
             #[cfg(feature = "sqs")]
             redelivery: self.redelivery,
             cold: ColdStart::default(),
+            key_order: self.key_order,
+            whole_batch_failure: self.whole_batch_failure,
         })
     }
 }
@@ -162,6 +186,8 @@ impl<H: Handler> Function<H> {
             settings: None,
             #[cfg(feature = "sqs")]
             redelivery: None,
+            key_order: KeyOrder::default(),
+            whole_batch_failure: WholeBatchFailure::default(),
         }
     }
 
@@ -181,7 +207,11 @@ impl<H: Handler> Function<H> {
 
     /// How its batches run.
     pub fn settings(&self) -> BatchSettings {
-        self.runtime.batch()
+        BatchSettings {
+            key_order: self.key_order,
+            whole_batch_failure: self.whole_batch_failure,
+            ..self.runtime.batch()
+        }
     }
 
     /// Serve invocations until the runtime stops. Each event is read
@@ -268,7 +298,9 @@ impl<H: Handler> Function<H> {
         #[cfg_attr(not(feature = "sqs"), allow(unused_mut))]
         let mut report =
             batch::process(&self.handler, self.settings(), event.records(), deadline).await;
-        let response = report.failures().map(E::response);
+        let response = report
+            .failures_with(self.whole_batch_failure)
+            .map(E::response);
         #[cfg(feature = "sqs")]
         if let Some(redelivery) = &self.redelivery {
             // After the failure list is final, before answering: the delay
@@ -282,8 +314,13 @@ impl<H: Handler> Function<H> {
             let until = redelivery::cutoff(deadline, self.runtime.deadline_margin, Instant::now());
             report.visibility = redelivery.apply(plan, until).await;
         }
-        if let Err(e) = &response {
-            tracing::error!(error = %e, "failing the invocation");
+        match &response {
+            Err(e) => tracing::error!(error = %e, "failing the invocation"),
+            Ok(_) if report.is_outage() => tracing::warn!(
+                records = report.records.len(),
+                "every record failed on a dependency; all are returned in the partial-batch response (WholeBatchFailure::ReportEach)"
+            ),
+            Ok(_) => {}
         }
         (report, response)
     }
@@ -368,6 +405,74 @@ mod tests {
 
     fn settings() -> Settings {
         Settings::from_lookup(&|_: &str| None, "Ns", "fn").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A handler whose every write fails, with the defaults the trait
+    /// gives (no `rank`, no `span`).
+    struct Down;
+
+    impl Handler for Down {
+        type Record = SqsMessage;
+        type Event = ();
+        type Verdict = Done;
+        type Failure = StoreError;
+        fn parse(&self, _: &SqsMessage) -> Result<(), ParseError> {
+            Ok(())
+        }
+        fn key(&self, _: &()) -> String {
+            String::new()
+        }
+        async fn apply(&self, _: &(), _: &BatchContext) -> Result<Done, StoreError> {
+            Err(StoreError::Throttled {
+                code: "ThrottlingException".into(),
+            })
+        }
+    }
+
+    fn two_messages() -> aws_lambda_events::event::sqs::SqsEvent {
+        let mut event = aws_lambda_events::event::sqs::SqsEvent::default();
+        for id in ["m1", "m2"] {
+            let mut m = SqsMessage::default();
+            m.message_id = Some(id.into());
+            m.body = Some("{}".into());
+            event.records.push(m);
+        }
+        event
+    }
+
+    /// The function's choice reaches its answer: by default a whole-batch
+    /// outage is an invocation error; with `ReportEach`, the partial-batch
+    /// response lists every record.
+    #[tokio::test]
+    async fn a_whole_batch_outage_is_the_functions_choice() {
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        let event = two_messages();
+        let default = Function::builder(Down)
+            .name("Down")
+            .map(|b| b.settings(settings()).build());
+        let Ok(Ok(default)) = default else {
+            panic!("builds")
+        };
+        let (_, answer) = default.handle_batch(&event, deadline).await;
+        assert_eq!(answer.err(), Some(BatchError::Outage(2)));
+        let each = Function::builder(Down).name("Down").map(|b| {
+            b.settings(settings())
+                .whole_batch_failure(WholeBatchFailure::ReportEach)
+                .key_order(KeyOrder::Strict)
+                .build()
+        });
+        let Ok(Ok(each)) = each else { panic!("builds") };
+        assert_eq!(each.settings().key_order, KeyOrder::Strict);
+        let (_, answer) = each.handle_batch(&event, deadline).await;
+        let Ok(answer) = answer else {
+            panic!("a partial-batch response")
+        };
+        let ids: Vec<_> = answer
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        assert_eq!(ids, ["m1", "m2"]);
     }
 
     #[test]

@@ -189,9 +189,9 @@ pub mod wire;
 pub use backoff::{AfterThrottling, BackoffPolicy, Curve, MAX_VISIBILITY_SECS, RetryClass, jitter};
 pub use batch::{
     BatchContext, BatchError, BatchReport, Handler, RecordReport, Starved, deadline_epoch_ms,
-    deadline_from_epoch_ms, holds_group_back, process,
+    deadline_from_epoch_ms, holds_group_back, process, record_span,
 };
-pub use config::{BatchSettings, Settings, Telemetry};
+pub use config::{BatchSettings, KeyOrder, Settings, Telemetry, WholeBatchFailure};
 pub use error::{ConfigError, StoreError, TraceSetupError};
 pub use function::{
     BuildError, ColdStart, Function, FunctionBuilder, emit_metrics, invocation_span,

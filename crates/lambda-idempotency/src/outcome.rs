@@ -100,6 +100,87 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static {
     }
 }
 
+/// Declares a consumer's verdicts: the enum, its `Display` (the label)
+/// and its [`Verdict`] (`LABELS`, `label`, `acknowledge`, `level`) from one
+/// list, so they cannot disagree. Each verdict says whether its record is
+/// acknowledged (`ack`: deleted from the queue, its effect committed or
+/// never to be) or comes back (`retry`), and optionally how loudly it is
+/// logged (`ack(warn)`, `retry(error)`; INFO otherwise). A verdict that needs more
+/// (a [`RetryClass`] of its own, data in a variant) implements [`Verdict`]
+/// by hand.
+///
+/// ```
+/// use lambda_idempotency::{Verdict, verdicts};
+///
+/// verdicts! {
+///     /// What a points event came to.
+///     pub enum Points {
+///         /// Added to or taken from the balance.
+///         Applied => ack,
+///         /// Seen before: nothing to do.
+///         Duplicate => ack,
+///         /// The balance cannot cover the redemption: never applies.
+///         Rejected => ack(warn),
+///         /// Waiting for an earlier event of the customer.
+///         Early => retry,
+///     }
+/// }
+///
+/// assert_eq!(Points::LABELS, ["Applied", "Duplicate", "Rejected", "Early"]);
+/// assert_eq!(Points::Rejected.label(), "Rejected");
+/// assert_eq!(Points::Rejected.to_string(), "Rejected");
+/// assert!(Points::Rejected.acknowledge() && !Points::Early.acknowledge());
+/// assert_eq!(Points::Rejected.level(), lambda_idempotency::tracing::Level::WARN);
+/// ```
+#[macro_export]
+macro_rules! verdicts {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident => $ack:ident $(($level:ident))?
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str($crate::Verdict::label(self))
+            }
+        }
+
+        impl $crate::Verdict for $name {
+            const LABELS: &'static [&'static str] = &[$(stringify!($variant)),+];
+            fn label(&self) -> &'static str {
+                match self {
+                    $( Self::$variant => stringify!($variant), )+
+                }
+            }
+            fn acknowledge(&self) -> bool {
+                match self {
+                    $( Self::$variant => $crate::verdicts!(@ack $ack), )+
+                }
+            }
+            fn level(&self) -> $crate::tracing::Level {
+                match self {
+                    $( Self::$variant => $crate::verdicts!(@level $($level)?), )+
+                }
+            }
+        }
+    };
+    (@ack ack) => { true };
+    (@ack retry) => { false };
+    (@level) => { $crate::tracing::Level::INFO };
+    (@level warn) => { $crate::tracing::Level::WARN };
+    (@level error) => { $crate::tracing::Level::ERROR };
+}
+
 /// What happened to one record: the consumer's verdict, or one of the
 /// outcomes shared by every consumer (never acknowledged). `F` is the
 /// handler's [`Failure`].

@@ -14,6 +14,24 @@ pub fn epoch_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Epoch milliseconds of 2001-09-09. A real invocation deadline is always
+/// later; a smaller value is a duration, which is what some local emulators
+/// (cargo lambda watch 1.9 sends 600000) put in `Lambda-Runtime-Deadline-Ms`.
+const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
+
+/// An invocation's deadline as epoch milliseconds, from what the Runtime
+/// API sent (lambda_runtime's `Context::deadline`), at `now_ms`: a value
+/// below 10^12 (2001-09-09 in epoch milliseconds) is a local emulator's
+/// duration, read as milliseconds from now. `None` for 0, which no
+/// runtime sends (a `Context::default()`): no deadline to lease until.
+pub fn runtime_deadline(deadline_ms: u64, now_ms: u64) -> Option<u64> {
+    match deadline_ms {
+        0 => None,
+        d if d < EPOCH_MS_FLOOR => Some(now_ms.saturating_add(d)),
+        d => Some(d),
+    }
+}
+
 /// An id no other attempt of any process shares: when this process started
 /// (nanoseconds), its pid, and a counter. Claims and suspense Puts write it
 /// so that a refusal can tell "my own earlier write" from someone else's.

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use lambda_idempotency::lambda_runtime::{Diagnostic, LambdaEvent};
 use lambda_idempotency::time::epoch_ms;
-use lambda_idempotency::{
-    ConfigError, IdempotencyError, IdempotencyStore, Idempotent, deadline_epoch_ms,
-};
+use lambda_idempotency::{ConfigError, IdempotencyStore, Idempotent};
 use serde::{Deserialize, Serialize};
 
 /// The function's name: the prefix of its keys in a shared table.
@@ -108,29 +106,14 @@ pub fn idempotent_charge(
 
 /// One invocation: the lease of its key ends at the invocation's deadline
 /// (`Lambda-Runtime-Deadline-Ms`), so a crashed call holds it no longer.
+/// An error is Lambda's `errorType` `IdempotencyError.{variant}`, which a
+/// caller can match on.
 pub async fn handle(
     charge: &Idempotent<Charge, Receipt>,
     provider: &Provider,
     event: LambdaEvent<Charge>,
 ) -> Result<Receipt, Diagnostic> {
-    let deadline = deadline_epoch_ms(event.context.deadline);
-    let result = charge
-        .call(event.payload, deadline, |c| provider.charge(c))
-        .await;
-    result.map_err(|e| {
-        // The variant as the error type, so a caller can match on it.
-        let kind = match &e {
-            IdempotencyError::Function(_) => "Function",
-            IdempotencyError::InProgress { .. } => "InProgress",
-            IdempotencyError::OtherPayload => "OtherPayload",
-            IdempotencyError::NoKey => "NoKey",
-            IdempotencyError::Json(_) => "Json",
-            IdempotencyError::OutputNotStored(_) => "OutputNotStored",
-            IdempotencyError::Store(_) => "Store",
-        };
-        Diagnostic {
-            error_type: format!("IdempotencyError::{kind}"),
-            error_message: e.to_string(),
-        }
-    })
+    Ok(charge
+        .call(event.payload, &event.context, |c| provider.charge(c))
+        .await?)
 }

@@ -110,7 +110,7 @@ async fn the_same_charge_twice_runs_once_and_another_amount_is_refused() {
     assert_eq!(again, first, "the stored receipt, charged_at_ms and all");
     assert_eq!(env.provider.requests("p-1"), 1, "charged once");
     let other = env.invoke(charge("p-1", 900), later()).await;
-    assert_eq!(error_type(other), "IdempotencyError::OtherPayload");
+    assert_eq!(error_type(other), "IdempotencyError.OtherPayload");
     assert_eq!(env.provider.requests("p-1"), 1);
 }
 
@@ -119,7 +119,7 @@ async fn a_failed_charge_gives_the_key_back_and_the_retry_runs() {
     let mut env = Env::start().await;
     env.provider.set_mode(Mode::Fail(503));
     let failed = env.invoke(charge("p-2", 700), later()).await;
-    assert_eq!(error_type(failed), "IdempotencyError::Function");
+    assert_eq!(error_type(failed), "IdempotencyError.Function");
     env.provider.set_mode(Mode::Accept);
     let retried = output(env.invoke(charge("p-2", 700), later()).await);
     assert_eq!(retried["amount"], json!(700));

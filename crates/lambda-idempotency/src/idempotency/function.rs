@@ -6,11 +6,13 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_sdk_dynamodb::types::TransactWriteItem;
+use lambda_runtime::Diagnostic;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::store::{Claim, IdempotencyOptions, IdempotencyStore};
+use super::store::{Claim, IdempotencyOptions, IdempotencyStore, TransactError};
 use super::{Claimed, Refusal, fingerprint, hashed_key};
 use crate::error::{ConfigError, StoreError};
 
@@ -52,6 +54,24 @@ pub enum IdempotencyError<E> {
     /// the value.
     #[error("{0} could not be (de)serialised as JSON")]
     Json(&'static str),
+    /// The lease end given to the call cannot be an invocation's deadline:
+    /// 0, as a `Context::default()` has. Pass the invocation's `Context`
+    /// (or, in a test, a `Context` whose `deadline` is set).
+    #[error(
+        "the call's deadline is 0, which no Lambda invocation has: pass the invocation's Context"
+    )]
+    NoDeadline,
+    /// The transactional form ([`Idempotent::call_transact`]): DynamoDB
+    /// cancelled the transaction, so neither the function's writes nor the
+    /// completion happened, and the claim was given back. One reason code
+    /// per write, in the order given, the completion last
+    /// (`ConditionalCheckFailed` on one of yours: its condition refused;
+    /// on the completion: the lease ended and another call took the key).
+    #[error("the transaction was cancelled ({})", reasons.join(", "))]
+    Cancelled {
+        /// DynamoDB's cancellation reason codes.
+        reasons: Vec<String>,
+    },
     /// The function ran (its effect counts), but its output could not be
     /// stored ([`NotStored`] says why): the key is completed without it,
     /// so the function does not run again for the key until the key
@@ -100,25 +120,102 @@ impl NotStored {
     }
 }
 
-/// When a call's lease ends: epoch milliseconds (lambda_runtime's
-/// `Context::deadline`) or a `tokio::time::Instant` (the deadline the
-/// library's batch code carries).
+impl<E: fmt::Display> IdempotencyError<E> {
+    /// The variant's name: `InProgress`, `OtherPayload`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            IdempotencyError::Function(_) => "Function",
+            IdempotencyError::InProgress { .. } => "InProgress",
+            IdempotencyError::OtherPayload => "OtherPayload",
+            IdempotencyError::NoKey => "NoKey",
+            IdempotencyError::NoDeadline => "NoDeadline",
+            IdempotencyError::Json(_) => "Json",
+            IdempotencyError::Cancelled { .. } => "Cancelled",
+            IdempotencyError::OutputNotStored(_) => "OutputNotStored",
+            IdempotencyError::Store(_) => "Store",
+        }
+    }
+
+    /// How Lambda reports it as the invocation's error: `errorType`
+    /// `IdempotencyError.{kind}` (what the console and logs show, and what
+    /// a caller matches on), the message as displayed (never an input
+    /// value; a `Function` error shows the function's own message).
+    pub fn diagnostic(&self) -> Diagnostic {
+        Diagnostic {
+            error_type: format!("IdempotencyError.{}", self.kind()),
+            error_message: self.to_string(),
+        }
+    }
+}
+
+/// `?` in a handler whose error is lambda_runtime's `Diagnostic`.
+impl<E: fmt::Display> From<IdempotencyError<E>> for Diagnostic {
+    fn from(e: IdempotencyError<E>) -> Self {
+        e.diagnostic()
+    }
+}
+
+/// When a call's lease ends: the invocation's `lambda_runtime::Context`
+/// (its deadline, as the runtime gives it), epoch milliseconds (a
+/// `Context::deadline`), or a `tokio::time::Instant` (the deadline the
+/// library's batch code carries). A deadline under 10^12 ms is a local
+/// emulator's duration (`cargo lambda watch`), read as milliseconds from
+/// now; 0 ([`IdempotencyError::NoDeadline`]) is none.
 pub trait LeaseEnd {
-    /// This end as epoch milliseconds, with `now_ms` the wrapper's clock.
-    fn epoch_ms(self, now_ms: u64) -> u64;
+    /// This end as epoch milliseconds, with `now_ms` the wrapper's clock;
+    /// `None` when it cannot be an invocation's deadline.
+    fn epoch_ms(self, now_ms: u64) -> Option<u64>;
 }
 
 impl LeaseEnd for u64 {
-    fn epoch_ms(self, _now_ms: u64) -> u64 {
-        self
+    fn epoch_ms(self, now_ms: u64) -> Option<u64> {
+        crate::time::runtime_deadline(self, now_ms)
+    }
+}
+
+impl LeaseEnd for &lambda_runtime::Context {
+    fn epoch_ms(self, now_ms: u64) -> Option<u64> {
+        self.deadline.epoch_ms(now_ms)
     }
 }
 
 impl LeaseEnd for tokio::time::Instant {
-    fn epoch_ms(self, now_ms: u64) -> u64 {
+    fn epoch_ms(self, now_ms: u64) -> Option<u64> {
         let left = self.saturating_duration_since(tokio::time::Instant::now());
-        now_ms.saturating_add(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+        Some(now_ms.saturating_add(u64::try_from(left.as_millis()).unwrap_or(u64::MAX)))
     }
+}
+
+/// A claim this call holds, owned, so that the two forms of the call
+/// share the claiming.
+struct Held {
+    key: String,
+    fingerprint: String,
+    attempt: String,
+    lease_until_ms: u64,
+    now_ms: u64,
+}
+
+impl Held {
+    fn claim(&self) -> Claim<'_> {
+        Claim {
+            key: &self.key,
+            fingerprint: &self.fingerprint,
+            attempt: &self.attempt,
+            lease_until_ms: self.lease_until_ms,
+            now_ms: self.now_ms,
+        }
+    }
+}
+
+/// What claiming the input's key came to.
+enum Start<I, O> {
+    /// This call holds the key: run the function.
+    Run(I, Held),
+    /// The input has no key and may run without one.
+    Unkeyed(I),
+    /// The stored output of a completed call.
+    Replay(O),
 }
 
 /// An async function made idempotent: [`Idempotent::call`] runs it once
@@ -354,12 +451,18 @@ where
     }
 
     /// Run `f(input)` once for the input's key: the first call claims the
-    /// key until `lease_end` (capped at [`Self::max_lease`]), runs `f` and
-    /// stores its output; a repeat with the same payload returns that
-    /// output (through [`Self::on_replay`]) without running `f`. A failed
-    /// `f` gives the key back, so a retry runs it again. A call whose
-    /// lease has already ended is refused before anything is written
-    /// ([`StoreError::DeadlineExceeded`]).
+    /// key until `lease_end` (the invocation's `&Context`, capped at
+    /// [`Self::max_lease`]), runs `f` and stores its output; a repeat with
+    /// the same payload returns that output (through [`Self::on_replay`])
+    /// without running `f`. A failed `f` gives the key back, so a retry
+    /// runs it again. A call whose lease has already ended is refused
+    /// before anything is written ([`StoreError::DeadlineExceeded`]).
+    ///
+    /// If the completion fails after `f` ran (DynamoDB throttled or did not
+    /// answer), `f`'s effect has happened but its record still says in
+    /// progress: a retry before the lease ends is answered `InProgress`,
+    /// one after it runs `f` again. Where `f`'s effect is a DynamoDB write,
+    /// [`Self::call_transact`] closes that window.
     pub async fn call<F, Fut, E>(
         &self,
         input: I,
@@ -370,66 +473,12 @@ where
         F: FnOnce(I) -> Fut,
         Fut: Future<Output = Result<O, E>>,
     {
-        let now_ms = (self.clock)();
-        let Some(key) = self.key_of(&input)? else {
-            if self.require_key {
-                return Err(IdempotencyError::NoKey);
-            }
-            tracing::warn!("no idempotency key in the input: running it without idempotency");
-            return f(input).await.map_err(IdempotencyError::Function);
+        let (input, held) = match self.start(input, lease_end).await? {
+            Start::Replay(output) => return Ok(output),
+            Start::Unkeyed(input) => return f(input).await.map_err(IdempotencyError::Function),
+            Start::Run(input, held) => (input, held),
         };
-        let lease_end = lease_end.epoch_ms(now_ms);
-        if lease_end <= now_ms {
-            return Err(IdempotencyError::Store(StoreError::DeadlineExceeded));
-        }
-        let cap = u64::try_from(self.max_lease.as_millis()).unwrap_or(u64::MAX);
-        let fingerprint = match &self.payload {
-            Some(payload) => fingerprint(&payload(&input)),
-            None => fingerprint(&Value::Null),
-        };
-        let attempt = crate::time::unique_id();
-        let claim = Claim {
-            key: &key,
-            fingerprint: &fingerprint,
-            attempt: &attempt,
-            lease_until_ms: lease_end.min(now_ms.saturating_add(cap)),
-            now_ms,
-        };
-        match self.store.claim(&claim).await {
-            Ok(Claimed::Held) => {}
-            Ok(Claimed::Refused(Refusal::Completed(stored))) => {
-                if let Some(why) = NotStored::of_stored(&stored.output) {
-                    return Err(IdempotencyError::OutputNotStored(why));
-                }
-                let output: O = serde_json::from_str(&stored.output)
-                    .map_err(|_| IdempotencyError::Json("the stored output"))?;
-                return Ok(match &self.on_replay {
-                    Some(hook) => hook(output),
-                    None => output,
-                });
-            }
-            Ok(Claimed::Refused(Refusal::OtherPayload)) => {
-                return Err(IdempotencyError::OtherPayload);
-            }
-            Ok(Claimed::Refused(Refusal::InProgress { lease_until_ms })) => {
-                // Taken over only once the skew allowance has passed too.
-                let left = lease_until_ms
-                    .saturating_add(super::skew_ms())
-                    .saturating_sub(now_ms)
-                    .max(1);
-                return Err(IdempotencyError::InProgress {
-                    retry_after: Duration::from_millis(left),
-                    lease_until_ms,
-                });
-            }
-            Err(e) => {
-                // The claim may have committed unseen (every one of the
-                // SDK's tries lost its answer): give it back, or the key
-                // refuses its own retry until the lease ends.
-                self.store.release(&claim).await;
-                return Err(IdempotencyError::Store(e));
-            }
-        }
+        let claim = held.claim();
         let output = match f(input).await {
             Ok(output) => output,
             Err(e) => {
@@ -468,6 +517,174 @@ where
             .await
             .map_err(IdempotencyError::Store)?;
         Err(IdempotencyError::OutputNotStored(why))
+    }
+
+    /// The transactional form: `f(input)` returns its output and its
+    /// effect as DynamoDB writes, not yet made; they commit in one
+    /// `TransactWriteItems` with the key's completion (the attempt as its
+    /// ClientRequestToken, so the SDK's retry of a transaction that
+    /// committed unseen is a success). The effect and the record never
+    /// disagree: no crash or lost answer leaves the effect without its
+    /// record, so no retry runs it twice. At most 99 writes of yours
+    /// (DynamoDB's 100 per transaction, the completion included).
+    ///
+    /// If DynamoDB cancels the transaction (one of your writes' conditions,
+    /// or the key taken over after the lease ended), nothing was written
+    /// and the key is given back: [`IdempotencyError::Cancelled`]. An
+    /// output that cannot be stored is refused before anything is written
+    /// ([`IdempotencyError::OutputNotStored`], the key given back). A
+    /// transaction DynamoDB did not confirm keeps the key until its lease
+    /// ends, as a failed completion of [`Self::call`] does.
+    pub async fn call_transact<F, Fut, E>(
+        &self,
+        input: I,
+        lease_end: impl LeaseEnd,
+        f: F,
+    ) -> Result<O, IdempotencyError<E>>
+    where
+        F: FnOnce(I) -> Fut,
+        Fut: Future<Output = Result<(O, Vec<TransactWriteItem>), E>>,
+    {
+        let (input, held) = match self.start(input, lease_end).await? {
+            Start::Replay(output) => return Ok(output),
+            Start::Unkeyed(input) => {
+                let (output, writes) = f(input).await.map_err(IdempotencyError::Function)?;
+                let attempt = crate::time::unique_id();
+                let unkeyed = Claim {
+                    key: "",
+                    fingerprint: "",
+                    attempt: &attempt,
+                    lease_until_ms: 0,
+                    now_ms: (self.clock)(),
+                };
+                self.transact(&unkeyed, writes).await?;
+                return Ok(output);
+            }
+            Start::Run(input, held) => (input, held),
+        };
+        let claim = held.claim();
+        let (output, mut writes) = match f(input).await {
+            Ok(done) => done,
+            Err(e) => {
+                self.store.release(&claim).await;
+                return Err(IdempotencyError::Function(e));
+            }
+        };
+        let completed = Claim {
+            now_ms: (self.clock)(),
+            ..claim
+        };
+        // Nothing is written yet: an output that cannot be stored gives
+        // the key back, and the effect does not happen.
+        let completion = serde_json::to_string(&output)
+            .map_err(|_| NotStored::NotJson)
+            .and_then(|text| {
+                self.store
+                    .completion(&completed, &text)
+                    .map_err(|e| match e {
+                        StoreError::ItemTooLarge => NotStored::TooLarge,
+                        // Building the write failed: no output is stored.
+                        _ => NotStored::NotJson,
+                    })
+            });
+        let completion = match completion {
+            Ok(c) => c,
+            Err(why) => {
+                self.store.release(&claim).await;
+                return Err(IdempotencyError::OutputNotStored(why));
+            }
+        };
+        writes.push(completion);
+        match self.transact(&completed, writes).await {
+            Ok(()) => Ok(output),
+            Err(e @ IdempotencyError::Cancelled { .. }) => {
+                self.store.release(&claim).await;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn transact<E>(
+        &self,
+        claim: &Claim<'_>,
+        writes: Vec<TransactWriteItem>,
+    ) -> Result<(), IdempotencyError<E>> {
+        self.store
+            .transact(claim, writes)
+            .await
+            .map_err(|e| match e {
+                TransactError::Cancelled { reasons } => IdempotencyError::Cancelled { reasons },
+                TransactError::Store(e) => IdempotencyError::Store(e),
+            })
+    }
+
+    /// Claim the input's key, or answer from its record.
+    async fn start<E>(
+        &self,
+        input: I,
+        lease_end: impl LeaseEnd,
+    ) -> Result<Start<I, O>, IdempotencyError<E>> {
+        let now_ms = (self.clock)();
+        let Some(key) = self.key_of(&input)? else {
+            if self.require_key {
+                return Err(IdempotencyError::NoKey);
+            }
+            tracing::warn!("no idempotency key in the input: running it without idempotency");
+            return Ok(Start::Unkeyed(input));
+        };
+        let lease_end = lease_end
+            .epoch_ms(now_ms)
+            .ok_or(IdempotencyError::NoDeadline)?;
+        if lease_end <= now_ms {
+            return Err(IdempotencyError::Store(StoreError::DeadlineExceeded));
+        }
+        let cap = u64::try_from(self.max_lease.as_millis()).unwrap_or(u64::MAX);
+        let fingerprint = match &self.payload {
+            Some(payload) => fingerprint(&payload(&input)),
+            None => fingerprint(&Value::Null),
+        };
+        let held = Held {
+            key,
+            fingerprint,
+            attempt: crate::time::unique_id(),
+            lease_until_ms: lease_end.min(now_ms.saturating_add(cap)),
+            now_ms,
+        };
+        let claim = held.claim();
+        match self.store.claim(&claim).await {
+            Ok(Claimed::Held) => Ok(Start::Run(input, held)),
+            Ok(Claimed::Refused(Refusal::Completed(stored))) => {
+                if let Some(why) = NotStored::of_stored(&stored.output) {
+                    return Err(IdempotencyError::OutputNotStored(why));
+                }
+                let output: O = serde_json::from_str(&stored.output)
+                    .map_err(|_| IdempotencyError::Json("the stored output"))?;
+                Ok(Start::Replay(match &self.on_replay {
+                    Some(hook) => hook(output),
+                    None => output,
+                }))
+            }
+            Ok(Claimed::Refused(Refusal::OtherPayload)) => Err(IdempotencyError::OtherPayload),
+            Ok(Claimed::Refused(Refusal::InProgress { lease_until_ms })) => {
+                // Taken over only once the skew allowance has passed too.
+                let left = lease_until_ms
+                    .saturating_add(super::skew_ms())
+                    .saturating_sub(now_ms)
+                    .max(1);
+                Err(IdempotencyError::InProgress {
+                    retry_after: Duration::from_millis(left),
+                    lease_until_ms,
+                })
+            }
+            Err(e) => {
+                // The claim may have committed unseen (every one of the
+                // SDK's tries lost its answer): give it back, or the key
+                // refuses its own retry until the lease ends.
+                self.store.release(&claim).await;
+                Err(IdempotencyError::Store(e))
+            }
+        }
     }
 
     /// The input's stored key (prefix added by the store): its key,
