@@ -79,7 +79,7 @@ impl Default for BackoffPolicy {
     /// An Early event's predecessor is usually a moment behind it: start at
     /// 1 s and stay under a minute. A dependency that failed after the SDK's
     /// own retries needs longer: start at 5 s, stay under 5 minutes. With
-    /// the template's ten receives an Early event's predecessor has at
+    /// a queue's ten receives an Early event's predecessor has at
     /// least 121 s (until the event's last receive; less after long
     /// throttling, see [`BackoffPolicy::after_throttling`]), and a failing
     /// dependency between about 12 and 25 minutes to recover, before the

@@ -7,8 +7,7 @@
 //! it) only if its outcome is acknowledged, i.e. its effect is committed or is
 //! known never to need committing. Everything else goes back to the queue.
 //!
-//! What differs between consumers (the order consumer, the payment ledger,
-//! the notifier) is behind [`Handler`]: what a record is (an SQS message, a
+//! What differs between consumers is behind [`Handler`]: what a record is (an SQS message, a
 //! DynamoDB stream record, see [`BatchRecord`]), how it is parsed, which
 //! records must be applied one after another, and how one record is applied.
 //! Their verdicts implement [`Verdict`]; the engine wraps each in a
@@ -34,8 +33,109 @@ use crate::outcome::{self, Failure, RecordOutcome, Skip, Verdict};
 use crate::records::BatchRecord;
 use crate::wire::ParseError;
 
-/// One consumer's record handling. Implemented by the order consumer, the
-/// payment ledger and the notifier; the batch machinery is generic over it.
+/// How your consumer reads and applies one record; the batch machinery
+/// (grouping, order, the deadline, the answer to Lambda) is generic over it.
+/// Required: [`parse`](Self::parse), [`key`](Self::key) and
+/// [`apply`](Self::apply); the rest have defaults.
+///
+/// # Example
+///
+/// A consumer is a [`Handler`] (how a record is parsed, grouped and
+/// applied) and a [`Verdict`] (what it decided about one record; the
+/// outcomes every consumer shares, such as an invalid record or a failed
+/// write, are [`RecordOutcome`]'s). This toy handler writes nowhere;
+/// [`process`] runs one SQS batch through it and the partial-batch answer
+/// lists the record to retry.
+///
+/// ```
+/// # #[cfg(feature = "sqs")]
+/// # {
+/// use std::fmt;
+/// use std::time::Duration;
+///
+/// use lambda_idempotency::tracing::Span;
+/// use lambda_idempotency::{
+///     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, RecordOutcome, SqsEvent,
+///     SqsMessage, StoreError, Verdict, process,
+/// };
+///
+/// /// The toy's verdicts: only its own (the engine adds the shared ones).
+/// #[derive(Debug, Clone, PartialEq)]
+/// enum Greeting {
+///     Greeted,
+/// }
+///
+/// impl fmt::Display for Greeting {
+///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+///         f.write_str(self.label())
+///     }
+/// }
+///
+/// impl Verdict for Greeting {
+///     const LABELS: &'static [&'static str] = &["Greeted"];
+///     fn label(&self) -> &'static str {
+///         match self {
+///             Greeting::Greeted => "Greeted",
+///         }
+///     }
+///     fn acknowledge(&self) -> bool {
+///         true
+///     }
+/// }
+///
+/// /// A body is a name; every name is its own group.
+/// struct Greeter;
+///
+/// impl Handler for Greeter {
+///     type Record = SqsMessage;
+///     type Event = String;
+///     type Verdict = Greeting;
+///     type Failure = StoreError;
+///
+///     fn parse(&self, record: &SqsMessage) -> Result<String, ParseError> {
+///         match record.body.as_deref() {
+///             Some(name) if !name.is_empty() => Ok(name.to_owned()),
+///             _ => Err(ParseError::MissingBody),
+///         }
+///     }
+///     fn key(&self, name: &String) -> String {
+///         name.clone()
+///     }
+///     fn rank(&self, _name: &String) -> u64 {
+///         0
+///     }
+///     fn span(&self, _record_id: &str, _name: Option<&String>) -> Span {
+///         Span::none()
+///     }
+///     async fn apply(&self, _name: &String, _cx: &BatchContext) -> Result<Greeting, StoreError> {
+///         // A real handler writes here; `?` on a StoreError makes the
+///         // record's outcome the shared `Failed`.
+///         Ok(Greeting::Greeted)
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut event = SqsEvent::default();
+/// for (id, body) in [("m1", "Ada"), ("m2", ""), ("m3", "Grace")] {
+///     let mut message = SqsMessage::default();
+///     message.message_id = Some(id.into());
+///     message.body = Some(body.into());
+///     event.records.push(message);
+/// }
+/// let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+/// let report = process(&Greeter, BatchSettings::default(), event.records(), deadline).await;
+/// assert_eq!(report.counts().get("Greeted"), 2);
+/// assert_eq!(report.counts().get("Invalid"), 1);
+/// assert_eq!(report.records[0].outcome, Greeting::Greeted);
+/// assert!(matches!(report.records[1].outcome, RecordOutcome::Invalid(_)));
+///
+/// // The partial-batch answer: only the invalid record goes back.
+/// let answer = SqsEvent::response(report.failures().unwrap());
+/// assert_eq!(answer.batch_item_failures.len(), 1);
+/// assert_eq!(answer.batch_item_failures[0].item_identifier, "m2");
+/// # });
+/// # }
+/// ```
 pub trait Handler: Sync {
     /// What the batch carries: an SQS message, a DynamoDB stream record, a
     /// Kinesis record; or any `R: MessageRecord`, for a handler that serves
@@ -159,6 +259,7 @@ impl<V, F> Default for BatchReport<V, F> {
 
 /// Why the invocation itself fails (Lambda then retries the whole batch).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum BatchError {
     #[error(
         "all {0} records failed on a dependency (DynamoDB or the provider); failing the invocation so the outage shows in Lambda's error metrics"
@@ -352,9 +453,9 @@ pub async fn process<H: Handler>(
     }
     if !strict {
         for g in &mut groups {
-            // Stable: equal ranks keep arrival order (for orders, the second
-            // of two equal seqs is then a duplicate or a conflict of the
-            // first).
+            // Stable: equal ranks keep arrival order (the second of two
+            // equal sequence numbers is then a duplicate or a conflict of
+            // the first).
             g.sort_by_key(|&i| parsed[i].as_ref().map(|e| handler.rank(e)).ok());
         }
     }
@@ -575,7 +676,7 @@ mod engine_tests {
     }
 
     /// The toy's failures: DynamoDB's, and one found part way that means
-    /// the record was not attempted (as the notifier's deadline check).
+    /// the record was not attempted (a deadline check inside `apply`).
     #[derive(Debug, Clone, PartialEq)]
     enum ToyFailure {
         Store(StoreError),

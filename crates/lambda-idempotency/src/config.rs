@@ -91,8 +91,8 @@ impl Default for BatchSettings {
 /// metrics go and how soon a returned message comes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many groups (orders,
-    /// accounts) of one batch are applied concurrently. One group's records
+    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many groups (keys:
+    /// customers, accounts) of one batch are applied concurrently. One group's records
     /// are always sequential.
     pub max_concurrency: usize,
     /// `DEADLINE_MARGIN_MS` (default 2000): stop starting records when less
@@ -107,8 +107,7 @@ pub struct Settings {
     /// then comes back after the queue's visibility timeout.
     pub retry_backoff: Option<BackoffPolicy>,
     /// `MAX_RECEIVE_COUNT` (1..=1000, unset by default): the source queue's
-    /// redrive `maxReceiveCount`, which the template sets from the same
-    /// parameter. On a FIFO queue a failed record on its last receive then
+    /// redrive `maxReceiveCount` (set both from one deployment parameter). On a FIFO queue a failed record on its last receive then
     /// no longer holds its group's later records back
     /// ([`BatchSettings::max_receive_count`]). Unset: every failed record
     /// holds them back.
@@ -126,7 +125,7 @@ pub struct Telemetry {
     /// `AWS_LAMBDA_FUNCTION_NAME` (set by Lambda): the metric dimension.
     pub function_name: String,
     /// `POWERTOOLS_SERVICE_NAME` (default: the function's own name, e.g.
-    /// `order-consumer`): the `service` key of every log line and the
+    /// `loyalty-points`): the `service` key of every log line and the
     /// `service` dimension of the metrics, as Powertools names them.
     pub service: String,
 }

@@ -90,8 +90,8 @@ pub fn timeout_config() -> TimeoutConfig {
         .build()
 }
 
-/// What DynamoDB said to a conditional UpdateItem, for the adapters that
-/// read the refused item themselves (the notifier's).
+/// What DynamoDB said to a conditional write: committed, or refused with
+/// the item its condition was checked against, to classify the refusal by.
 pub enum Conditional {
     /// The condition held and the write committed.
     Committed,

@@ -10,6 +10,7 @@ use thiserror::Error;
 
 /// Why DynamoDB did not confirm a request, by structured error code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// Throttled after the SDK's retries (`code` is DynamoDB's).
     #[error("throttled by DynamoDB ({code})")]
@@ -89,6 +90,7 @@ impl StoreError {
 
 /// Why a function refuses to start: reported as its cold-start error.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A required variable is unset or blank.
     #[error("environment variable {0} is required but not set")]

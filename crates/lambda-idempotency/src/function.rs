@@ -86,6 +86,7 @@ pub fn invocation_span(
 
 /// Why [`FunctionBuilder`] refused a setting.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The name is not 1 to 64 ASCII letters and digits starting with a
     /// letter (it becomes the `errorType` prefix Lambda shows).
@@ -100,7 +101,7 @@ pub enum BuildError {
 }
 
 /// Builds a [`Function`] from another crate:
-/// `Function::builder(handler).name("Orders")?.settings(settings).build()?`.
+/// `Function::builder(handler).name("Points")?.settings(settings).build()?`.
 #[derive(Debug)]
 pub struct FunctionBuilder<H> {
     handler: H,

@@ -1,159 +1,62 @@
-//! # Layout
-//!
-//! Idempotent message consumers on AWS Lambda: at-least-once delivery in,
-//! effects that happen once out. Everything an adopter needs is at the
-//! crate root ([`Handler`], [`Verdict`], [`process`], [`Function`],
-//! [`Settings`], [`StoreError`], [`BackoffPolicy`], the record and event
-//! types); the modules that stay public are those whose many items read
-//! better with their path ([`config`], [`wire`], [`time`], [`metrics`],
-//! [`bootstrap`], and with their features `dynamo`, `redelivery`,
-//! `idempotency` and `http`).
-//!
-//! The modules form layers; a module uses only modules of lower layers
-//! (`scripts/check_module_cycles.py` fails on a cycle):
-//!
-//! 1. `time` (epoch milliseconds, RFC 3339, attempt ids), `error` (the
-//!    SDK-free [`StoreError`], [`ConfigError`], [`TraceSetupError`]),
-//!    [`wire`] (the body reading every parser shares, [`ParseError`], the
-//!    validated newtypes).
-//! 2. `backoff` (how long a failed message stays invisible, per
-//!    [`RetryClass`]), `records` (the Lambda events read strictly, what the
-//!    batch needs of each record: [`BatchRecord`], [`BatchEvent`]; a
-//!    message's bytes whatever its source: [`MessageRecord`]).
-//! 3. [`config`] (the [`Settings`] every function reads the same way, and
-//!    the variables' parsers), `outcome` ([`RecordOutcome`]: a verdict or
-//!    one of the shared outcomes; the [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
-//!    and timeout policy, conditional writes, SDK errors mapped once).
-//! 4. [`metrics`] (the per-invocation CloudWatch EMF line), `idempotency`
-//!    (feature `idempotency`: any async function once per key; a DynamoDB
-//!    store of claimed, completed and replayed keys, and its transactional
-//!    form; uses `dynamo`, `config`, `time`, `error`).
-//! 5. `batch` (the engine: [`process`] parses every record, groups them,
-//!    applies each group in order with bounded concurrency, honours strict
-//!    ordering and the deadline, logs one line per record, and builds the
-//!    partial-batch answer).
-//! 6. `redelivery` (feature `sqs`: sets the back-off delay on the SQS
-//!    messages a batch returns), `otel` (feature `otel`: OpenTelemetry
-//!    traces over OTLP), `http` (feature `http`: the Idempotency-Key
-//!    layer for `lambda_http` services, on the `idempotency` store; uses
-//!    `batch` for the invocation's deadline, `time`, `error`).
-//! 7. [`bootstrap`] (logging, clients and traces, once per cold start).
-//! 8. `function` (the Lambda function every consumer is: [`Function`],
-//!    built with [`Function::builder`]).
-//!
-//! # Features
-//!
-//! `sqs` (SQS standard and FIFO records, their partial-batch response, the
-//! visibility back-off), `dynamodb-streams` (stream records and their
-//! response), `dynamodb` (the `dynamo` helpers and
-//! `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
-//! `kinesis` (off by default): Kinesis Data Streams records
-//! (`KinesisBatch`, `KinesisMessage`: data decoded per record, grouped by
-//! partition key, strictly ordered, answered by sequence number); a
-//! handler generic over [`MessageRecord`] serves SQS and Kinesis alike.
-//! `idempotency` (implies `dynamodb`): any async function once per key,
-//! the `idempotency` module. `http` (implies `idempotency`): the
-//! Idempotency-Key layer for `lambda_http` handlers, the `http` module.
-//!
-//! # Example
-//!
-//! A consumer is a [`Handler`] (how a record is parsed, grouped and
-//! applied) and a [`Verdict`] (what it decided about one record; the
-//! outcomes every consumer shares, such as an invalid record or a failed
-//! write, are [`RecordOutcome`]'s). This toy handler writes nowhere;
-//! [`process`] runs one SQS batch through it and the partial-batch answer
-//! lists the record to retry.
-//!
-//! ```
-//! # #[cfg(feature = "sqs")]
-//! # {
-//! use std::fmt;
-//! use std::time::Duration;
-//!
-//! use lambda_idempotency::tracing::Span;
-//! use lambda_idempotency::{
-//!     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, RecordOutcome, SqsEvent,
-//!     SqsMessage, StoreError, Verdict, process,
-//! };
-//!
-//! /// The toy's verdicts: only its own (the engine adds the shared ones).
-//! #[derive(Debug, Clone, PartialEq)]
-//! enum Greeting {
-//!     Greeted,
-//! }
-//!
-//! impl fmt::Display for Greeting {
-//!     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-//!         f.write_str(self.label())
-//!     }
-//! }
-//!
-//! impl Verdict for Greeting {
-//!     const LABELS: &'static [&'static str] = &["Greeted"];
-//!     fn label(&self) -> &'static str {
-//!         match self {
-//!             Greeting::Greeted => "Greeted",
-//!         }
-//!     }
-//!     fn acknowledge(&self) -> bool {
-//!         true
-//!     }
-//! }
-//!
-//! /// A body is a name; every name is its own group.
-//! struct Greeter;
-//!
-//! impl Handler for Greeter {
-//!     type Record = SqsMessage;
-//!     type Event = String;
-//!     type Verdict = Greeting;
-//!     type Failure = StoreError;
-//!
-//!     fn parse(&self, record: &SqsMessage) -> Result<String, ParseError> {
-//!         match record.body.as_deref() {
-//!             Some(name) if !name.is_empty() => Ok(name.to_owned()),
-//!             _ => Err(ParseError::MissingBody),
-//!         }
-//!     }
-//!     fn key(&self, name: &String) -> String {
-//!         name.clone()
-//!     }
-//!     fn rank(&self, _name: &String) -> u64 {
-//!         0
-//!     }
-//!     fn span(&self, _record_id: &str, _name: Option<&String>) -> Span {
-//!         Span::none()
-//!     }
-//!     async fn apply(&self, _name: &String, _cx: &BatchContext) -> Result<Greeting, StoreError> {
-//!         // A real handler writes here; `?` on a StoreError makes the
-//!         // record's outcome the shared `Failed`.
-//!         Ok(Greeting::Greeted)
-//!     }
-//! }
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-//! let mut event = SqsEvent::default();
-//! for (id, body) in [("m1", "Ada"), ("m2", ""), ("m3", "Grace")] {
-//!     let mut message = SqsMessage::default();
-//!     message.message_id = Some(id.into());
-//!     message.body = Some(body.into());
-//!     event.records.push(message);
-//! }
-//! let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-//! let report = process(&Greeter, BatchSettings::default(), event.records(), deadline).await;
-//! assert_eq!(report.counts().get("Greeted"), 2);
-//! assert_eq!(report.counts().get("Invalid"), 1);
-//! assert_eq!(report.records[0].outcome, Greeting::Greeted);
-//! assert!(matches!(report.records[1].outcome, RecordOutcome::Invalid(_)));
-//!
-//! // The partial-batch answer: only the invalid record goes back.
-//! let answer = SqsEvent::response(report.failures().unwrap());
-//! assert_eq!(answer.batch_item_failures.len(), 1);
-//! assert_eq!(answer.batch_item_failures[0].item_identifier, "m2");
-//! # });
-//! # }
-//! ```
+#![doc = include_str!("../README.md")]
 
+// # Layout (for contributors)
+//
+// Idempotent message consumers on AWS Lambda: at-least-once delivery in,
+// effects that happen once out. Everything an adopter needs is at the
+// crate root ([`Handler`], [`Verdict`], [`process`], [`Function`],
+// [`Settings`], [`StoreError`], [`BackoffPolicy`], the record and event
+// types); the modules that stay public are those whose many items read
+// better with their path ([`config`], [`wire`], [`time`], [`metrics`],
+// [`bootstrap`], and with their features `dynamo`, `redelivery`,
+// `idempotency` and `http`).
+//
+// The modules form layers; a module uses only modules of lower layers
+// (`scripts/check_module_cycles.py` fails on a cycle):
+//
+// 1. `time` (epoch milliseconds, RFC 3339, attempt ids), `error` (the
+//    SDK-free [`StoreError`], [`ConfigError`], [`TraceSetupError`]),
+//    [`wire`] (the body reading every parser shares, [`ParseError`], the
+//    validated newtypes).
+// 2. `backoff` (how long a failed message stays invisible, per
+//    [`RetryClass`]), `records` (the Lambda events read strictly, what the
+//    batch needs of each record: [`BatchRecord`], [`BatchEvent`]; a
+//    message's bytes whatever its source: [`MessageRecord`]).
+// 3. [`config`] (the [`Settings`] every function reads the same way, and
+//    the variables' parsers), `outcome` ([`RecordOutcome`]: a verdict or
+//    one of the shared outcomes; the [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
+//    and timeout policy, conditional writes, SDK errors mapped once).
+// 4. [`metrics`] (the per-invocation CloudWatch EMF line), `idempotency`
+//    (feature `idempotency`: any async function once per key; a DynamoDB
+//    store of claimed, completed and replayed keys, and its transactional
+//    form; uses `dynamo`, `time`, `error`).
+// 5. `batch` (the engine: [`process`] parses every record, groups them,
+//    applies each group in order with bounded concurrency, honours strict
+//    ordering and the deadline, logs one line per record, and builds the
+//    partial-batch answer).
+// 6. `redelivery` (feature `sqs`: sets the back-off delay on the SQS
+//    messages a batch returns), `otel` (feature `otel`: OpenTelemetry
+//    traces over OTLP), `http` (feature `http`: the Idempotency-Key
+//    layer for `lambda_http` services, on the `idempotency` store; uses
+//    `batch` for the invocation's deadline, `time`, `error`).
+// 7. [`bootstrap`] (logging, clients and traces, once per cold start).
+// 8. `function` (the Lambda function every consumer is: [`Function`],
+//    built with [`Function::builder`]).
+//
+// # Features
+//
+// `sqs` (SQS standard and FIFO records, their partial-batch response, the
+// visibility back-off), `dynamodb-streams` (stream records and their
+// response), `dynamodb` (the `dynamo` helpers and
+// `bootstrap::dynamodb_client`): all three by default. `otel`: traces.
+// `kinesis` (off by default): Kinesis Data Streams records
+// (`KinesisBatch`, `KinesisMessage`: data decoded per record, grouped by
+// partition key, strictly ordered, answered by sequence number); a
+// handler generic over [`MessageRecord`] serves SQS and Kinesis alike.
+// `idempotency` (implies `dynamodb`): any async function once per key,
+// the `idempotency` module. `http` (implies `idempotency`): the
+// Idempotency-Key layer for `lambda_http` handlers, the `http` module.
+//
 // What adopters build on: every public item says what it is for.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

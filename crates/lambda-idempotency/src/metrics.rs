@@ -49,7 +49,7 @@ pub struct VisibilityTally {
 /// per-invocation counts (batch size, cache hits and misses, ColdStart).
 ///
 /// Every metric is published under two dimension sets: `FunctionName`,
-/// which the template's alarms use, and `service`, the dimension
+/// which alarms on one function use, and `service`, the dimension
 /// Powertools for AWS Lambda users already chart by.
 pub fn emf_document(telemetry: &Telemetry, counts: &OutcomeCounts, extra: &[(&str, u64)]) -> Value {
     let timestamp = crate::time::epoch_ms();

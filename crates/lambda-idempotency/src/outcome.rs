@@ -1,8 +1,8 @@
 //! The outcome plumbing every consumer shares.
 //!
 //! What happened to one record is a [`RecordOutcome`]: the consumer's own
-//! verdict ([`RecordOutcome::Settled`]: the order consumer's Applied, Stale,
-//! Early…; the notifier's Sent, Busy…), or one of the outcomes that are the
+//! verdict ([`RecordOutcome::Settled`]: your Applied, Duplicate, Early…),
+//! or one of the outcomes that are the
 //! same for every consumer because they are decided before or outside its
 //! rules: the record is not a valid event ([`RecordOutcome::Invalid`]), a
 //! dependency failed ([`RecordOutcome::Failed`]: the `Err` of
@@ -45,8 +45,8 @@ impl fmt::Display for Skip {
 }
 
 /// A dependency failure as a consumer reports it: DynamoDB's [`StoreError`],
-/// or a consumer's own type that can hold one (the notifier adds its
-/// provider's failures).
+/// or a consumer's own type that can hold one (say, with the failures of an
+/// HTTP provider it calls).
 pub trait Failure:
     fmt::Display + fmt::Debug + Clone + Send + Sync + 'static + From<StoreError>
 {
@@ -56,8 +56,8 @@ pub trait Failure:
     fn is_retryable(&self) -> bool;
 
     /// The handler found, part way, that the record cannot be attempted in
-    /// this invocation (the notifier: too little time left for its webhook
-    /// request once its claim is confirmed). The engine then reports
+    /// this invocation (too little time left for a webhook request once a
+    /// claim is confirmed, say). The engine then reports
     /// [`RecordOutcome::NotAttempted`] instead of `Failed`, so the record is
     /// classified like one the engine itself did not start. Nothing by
     /// default.
@@ -209,8 +209,8 @@ impl<V, F> RecordOutcome<V, F> {
         }
     }
 
-    /// A dependency the record needs failed (DynamoDB, or the notifier's
-    /// provider), as opposed to a verdict about the event. A batch in which
+    /// A dependency the record needs failed (DynamoDB, or a provider it
+    /// calls), as opposed to a verdict about the event. A batch in which
     /// every record failed this way (or was not attempted) fails the
     /// invocation, so the outage shows in Lambda's Errors metric.
     pub fn is_dependency_failure(&self) -> bool {

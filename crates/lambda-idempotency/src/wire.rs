@@ -21,8 +21,10 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Free text (cancel reason, carrier name).
 pub const MAX_TEXT_BYTES: usize = 1024;
 
-/// Why a message body is not a valid order event. Every variant names the
-/// field (as a JSON path like `data.amount`) so the log line is actionable.
+/// Why a message body is not a valid event. Every variant names the field
+/// (as a JSON path like `data.amount`) so the log line is actionable, and
+/// none holds a value from the body: it is logged and kept with the
+/// message.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ParseError {
     /// The record carries no body at all.

@@ -195,6 +195,7 @@ pub async fn read_parameter(
         reason: match e {
             ConfigError::Invalid { reason, .. } => reason,
             ConfigError::Missing(_) => "empty".into(),
+            _ => "not a valid URL".into(),
         },
     })
 }

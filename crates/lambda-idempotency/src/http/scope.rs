@@ -8,8 +8,8 @@ use thiserror::Error;
 
 use crate::idempotency::hashed_key;
 
-/// Which authorizer the function expects in front of it (the order API
-/// reads it from `API_AUTH`), and so where it reads the caller's
+/// Which authorizer the function expects in front of it (read from your
+/// configuration, e.g. an `API_AUTH` variable), and so where it reads the caller's
 /// principal. Configured once; never guessed from the request, so that a
 /// route left without its authorizer is refused (403) instead of sharing
 /// one anonymous scope.
@@ -107,8 +107,8 @@ pub struct NoPrincipal(pub &'static str);
 
 /// Who the caller is: idempotency keys are scoped by it, so that two
 /// callers who pick the same key never see each other's responses. The
-/// layer puts it in the request's extensions for the inner service (the
-/// order API shows an order only to the scope that placed it).
+/// layer puts it in the request's extensions for the inner service (to show
+/// a resource only to the scope that made it, say).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// A JWT authorizer's principal: the token's issuer and subject.

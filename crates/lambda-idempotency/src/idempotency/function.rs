@@ -27,6 +27,7 @@ type ReplayHook<O> = dyn Fn(O) -> O + Send + Sync;
 /// Why an idempotent call returned no output. Never holds an input value
 /// (key or payload): these errors are logged and answered to callers.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IdempotencyError<E> {
     /// The function ran and failed; its claim was given back, so a retry
     /// runs it again.
@@ -91,6 +92,7 @@ pub enum IdempotencyError<E> {
 /// Why a function's output was not stored
 /// ([`IdempotencyError::OutputNotStored`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NotStored {
     /// It does not serialise as JSON (e.g. a map whose keys are not
     /// strings).
