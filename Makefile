@@ -67,8 +67,13 @@ demo: ## Run the function on every sample event against a local DynamoDB and pri
 	$(foreach f,$(DEMOS),target/debug/examples/$(f)-demo;)
 
 test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
-	$(NEXTEST_RUN) --workspace
-	cargo test --doc --workspace
+	@# The doctests first, then every other test, then the suite's total
+	@# as the run's last line (`tests: N passed, M failed`): each runner's
+	@# own closing lines are per crate or per runner.
+	@mkdir -p target
+	cargo test --doc --workspace 2>&1 | tee target/doctests.log
+	$(NEXTEST_RUN) --workspace 2>&1 | tee target/nextest.log
+	@python3 scripts/test_summary.py target/doctests.log target/nextest.log
 
 test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fake OTLP collector, X-Ray parent, bounded flush
 	@# The workspace selected, as `make test` selects it, so that only what
@@ -188,6 +193,7 @@ lint: ## rustfmt check + clippy with warnings as errors + no import cycles among
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check_module_cycles.py
 	python3 scripts/check_doc_tests.py
+	python3 scripts/test_test_summary.py
 
 check-removal: ## Prove each function under functions/ can be removed: without its folder, members line and template resources, the template checks pass and the workspace checks
 	bash scripts/check-removal.sh
