@@ -124,7 +124,11 @@ impl Handler for ReservationHandler {
                 "ReservationRequested" => Kind::Requested,
                 "ReservationConfirmed" => Kind::Confirmed,
                 "ReservationReleased" => Kind::Released,
-                _ => return Err(ParseError::UnknownType),
+                _ => {
+                    return Err(ParseError::UnknownType {
+                        path: "type".into(),
+                    });
+                }
             };
             let stock = (kind == Kind::Requested)
                 .then(|| Ok((req_id(obj, "", "sku")?, req_u64(obj, "", "quantity")?)))
