@@ -8,7 +8,6 @@
 
 use std::fmt;
 
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
 use lambda_idempotency::tracing::{self, Level, Span, field::Empty};
 use lambda_idempotency::wire::{Id, as_object, parse_wrapped, req_id, req_str, req_u64};
@@ -125,7 +124,11 @@ impl Handler for ReservationHandler {
                 "ReservationRequested" => Kind::Requested,
                 "ReservationConfirmed" => Kind::Confirmed,
                 "ReservationReleased" => Kind::Released,
-                _ => return Err(ParseError::UnknownType),
+                _ => {
+                    return Err(ParseError::UnknownType {
+                        path: "type".into(),
+                    });
+                }
             };
             let stock = (kind == Kind::Requested)
                 .then(|| Ok((req_id(obj, "", "sku")?, req_u64(obj, "", "quantity")?)))
@@ -162,9 +165,7 @@ impl Handler for ReservationHandler {
             .update_expression("SET #st = :to")
             .condition_expression(guard)
             .expression_attribute_names("#st", "status")
-            .expression_attribute_values(":to", s(to))
-            // A refusal brings the stored item back: no second read.
-            .return_values_on_condition_check_failure(AllOld);
+            .expression_attribute_values(":to", s(to));
         for status in follows {
             update = update.expression_attribute_values(format!(":{status}"), s(status));
         }
@@ -176,7 +177,8 @@ impl Handler for ReservationHandler {
                 .expression_attribute_values(":qty", n(qty));
         }
         // A failure DynamoDB did not confirm goes back as `?`: the batch
-        // reports it as Failed.
+        // reports it as Failed. A refusal brings the stored item back
+        // (send_conditional asks for ALL_OLD): no second read.
         let Conditional::Refused(item) = send_conditional(update).await? else {
             return Ok(ReservationOutcome::Applied);
         };
