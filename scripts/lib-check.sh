@@ -70,6 +70,22 @@ if [ -z "$crates_txt" ]; then
 fi
 echo "publishable: ${crates[*]}"
 
+step "the testing crate alone turns on none of the library's optional features"
+# An adopter's test build must have the library features its production
+# build has, no more: the testing crate's own features turn the library's
+# on, its defaults none. The library's features as the testing crate alone
+# resolves them (normal edges only), against the library's own defaults.
+lib_features() {
+  cargo tree --locked -e normal,build,features -p "$1" -i lambda-idempotency --prefix none \
+    | sed -n 's/^lambda-idempotency feature "\([^"]*\)".*/\1/p' | sort -u
+}
+extra=$(comm -13 <(lib_features lambda-idempotency) <(lib_features lambda-idempotency-testing))
+if [ -n "$extra" ]; then
+  echo "lib-check: lambda-idempotency-testing alone turns on library features beyond the defaults: $extra" >&2
+  exit 1
+fi
+step_done
+
 step "path dependencies have versions"
 python3 - "$meta" "${crates[@]}" <<'EOF'
 import json, sys

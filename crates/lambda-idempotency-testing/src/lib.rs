@@ -11,8 +11,8 @@
 //! - [`tables`]: tables created as a template would create them.
 //! - [`sqs`]: SQS records and batches exactly as Lambda delivers them.
 //! - [`stream_records`]: DynamoDB stream records.
-//! - [`kinesis`]: Kinesis Data Streams records and batches as Lambda
-//!   delivers them.
+//! - [`kinesis`] (feature `kinesis`): Kinesis Data Streams records and
+//!   batches as Lambda delivers them.
 //! - [`runtime_api`]: a Lambda Runtime API emulator, to run a real binary.
 //! - [`sqs_endpoint`]: an SQS endpoint that records visibility changes.
 //! - [`proxy`]: a fault-injecting proxy that is also a faulty DynamoDB.
@@ -20,15 +20,26 @@
 //! - [`labels`]: a verdict's metric labels checked against its variants.
 //! - [`http1`]: the one HTTP/1.1 reader these local servers share.
 //! - [`rng`]: a seeded RNG, so a failing seed replays.
-//! - [`api_gateway`]: API Gateway HTTP API (payload 2.0) requests, read by
-//!   `lambda_http`'s own deserializer.
+//! - [`api_gateway`] (feature `http`): API Gateway HTTP API (payload 2.0)
+//!   requests, read by `lambda_http`'s own deserializer.
+//!
+//! # Features
+//!
+//! None by default: each of `kinesis`, `idempotency` and `http` turns on
+//! the library's feature of the same name with the support for it, so
+//! your test build has the library's features your function has. Turn on
+//! the ones your function turns on.
 
 // Test support reports on stderr what it could not clean up.
 #![allow(clippy::print_stderr)]
 
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod api_gateway;
 pub mod dynamodb;
 pub mod http1;
+#[cfg(feature = "kinesis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
 pub mod kinesis;
 pub mod labels;
 pub mod provider;
@@ -40,16 +51,20 @@ pub mod sqs_endpoint;
 pub mod stream_records;
 pub mod tables;
 
+#[cfg(feature = "http")]
 pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest};
 pub use dynamodb::{
     RequestCounter, client_for, client_with, scan_all, serve_dynoxide, start_dynoxide, unique_name,
 };
 pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
-pub use tables::{create_idempotency_table, create_streamed_table, create_table};
+#[cfg(feature = "idempotency")]
+pub use tables::create_idempotency_table;
+pub use tables::{create_streamed_table, create_table};
 
 /// The lambda_http crate whose `Request` [`HttpApiRequest`] builds (its
 /// `http::Method`), for a test that does not depend on it itself.
+#[cfg(feature = "http")]
 pub use lambda_http;
 
 /// The dynoxide crate this support runs, for a test that serves its own

@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use lambda_idempotency::StoreError;
+#[cfg(feature = "idempotency")]
 use lambda_idempotency::idempotency::IdempotencyTable;
 
 /// Create a table with a string hash key, on demand.
@@ -22,6 +23,8 @@ pub async fn create_table(client: &Client, table: &str, key: &str) -> Result<(),
 
 /// Create the idempotency store's `table` as its layout says: a string
 /// hash key, and for a shared table a string sort key; on demand.
+#[cfg(feature = "idempotency")]
+#[cfg_attr(docsrs, doc(cfg(feature = "idempotency")))]
 pub async fn create_idempotency_table(
     client: &Client,
     table: &IdempotencyTable,
