@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::time::epoch_ms;
-use order_consumer::testing::{
+use orders::testing::{
     HttpApiCaller, HttpApiRequest, RequestCounter, TestDb, create_table, scan_all,
 };
 
@@ -67,10 +67,7 @@ impl ApiDb {
         env: &[(&str, &str)],
     ) -> OrderApi {
         let config = self.config(env);
-        let orders = order_consumer::orders::store::OrderStore::new(
-            client.clone(),
-            config.table_name.clone(),
-        );
+        let orders = orders::store::OrderStore::new(client.clone(), config.table_name.clone());
         let store = ApiStore::new(client, config.idempotency_table.clone(), orders)
             .expect("a valid idempotency table name");
         OrderApi::new(store, &config)

@@ -4,12 +4,12 @@
 //! `make bench` after the root's benchmark. A benchmark, not a test: it
 //! asserts only that the work it timed was the work intended.
 
-use order_consumer::testing::*;
+use orders::testing::*;
 use payment_ledger::testing::*;
 use serde_json::Value;
 use std::time::Instant;
 
-#[path = "../../../benches/support/common.rs"]
+#[path = "../../order-consumer/benches/order-consumer-bench/common.rs"]
 mod common;
 use common::*;
 

@@ -9,7 +9,7 @@ use crate::{LedgerConfig, LedgerFunction};
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::RecordOutcome;
-use order_consumer::testing::{TestDb, create_table, failed_ids, far_deadline, s, scan_all};
+use orders::testing::{TestDb, create_table, failed_ids, far_deadline, s, scan_all};
 use serde_json::{Value, json};
 
 /// The payment ledger's two tables, next to a [`TestDb`] (same endpoint,

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::captured::Captured;
-use order_consumer::testing::{TestDb, far_deadline};
+use orders::testing::{TestDb, far_deadline};
 
 /// The webhook URL carries the provider's token, and reqwest's errors name
 /// the URL they failed on: the notifier's lines about a failed request (a
@@ -13,8 +13,8 @@ use order_consumer::testing::{TestDb, far_deadline};
 #[tokio::test]
 async fn a_failing_webhook_request_is_logged_without_its_url() {
     use crate::notifier::{function, record as change, stream};
-    use order_consumer::testing::provider::{Mode, Provider};
     use order_notifier::NotifierConfig;
+    use orders::testing::provider::{Mode, Provider};
 
     let db = TestDb::new().await;
     let table = db

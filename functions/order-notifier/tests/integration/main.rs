@@ -4,7 +4,7 @@
 //! One test binary, so the SDK and the server are linked once.
 
 // The root's log capture (the functions' own log format).
-#[path = "../../../../tests/support/captured.rs"]
+#[path = "../../../order-consumer/tests/support/captured.rs"]
 mod captured;
 
 mod logs;

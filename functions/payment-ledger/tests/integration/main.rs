@@ -4,10 +4,10 @@
 //! are linked once.
 
 // The root's log capture (the functions' own log format).
-#[path = "../../../../tests/support/captured.rs"]
+#[path = "../../../order-consumer/tests/support/captured.rs"]
 mod captured;
 // The root's sample-event file checks.
-#[path = "../../../../tests/support/sample_files.rs"]
+#[path = "../../../order-consumer/tests/support/sample_files.rs"]
 mod sample_files;
 
 mod ledger;

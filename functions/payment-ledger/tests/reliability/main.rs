@@ -6,19 +6,19 @@
 
 // The root's harness; each test binary uses its own part of it.
 #[allow(dead_code)]
-#[path = "../../../../tests/reliability/db.rs"]
+#[path = "../../../order-consumer/tests/reliability/db.rs"]
 mod db;
 #[allow(dead_code)]
-#[path = "../../../../tests/reliability/function.rs"]
+#[path = "../../../order-consumer/tests/reliability/function.rs"]
 mod function;
 #[allow(dead_code)]
-#[path = "../../../../tests/reliability/harness.rs"]
+#[path = "../../../order-consumer/tests/reliability/harness.rs"]
 mod harness;
 #[allow(dead_code)]
-#[path = "../../../../tests/reliability/sqs.rs"]
+#[path = "../../../order-consumer/tests/reliability/sqs.rs"]
 mod sqs;
 #[allow(dead_code)]
-#[path = "../../../../tests/reliability/util.rs"]
+#[path = "../../../order-consumer/tests/reliability/util.rs"]
 mod util;
 
 use std::path::PathBuf;
