@@ -9,9 +9,8 @@ use orders::testing::*;
 use serde_json::Value;
 use std::time::Instant;
 
-#[path = "../../order-consumer/benches/order-consumer-bench/common.rs"]
-mod common;
 use common::*;
+use lambda_idempotency_harness::bench as common;
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -85,7 +85,6 @@ impl TestDb {
 
     /// Another table beside the orders table, named after it, with hash key
     /// `key` (S).
-    #[allow(dead_code)]
     pub async fn extra_table(&self, suffix: &str, key: &str) -> String {
         let name = format!("{}-{suffix}", self.table);
         create_table(&self.client, &name, key)
@@ -99,7 +98,6 @@ impl TestDb {
 
     /// Delete `table` with this test's own tables (on an external endpoint):
     /// for the tables a function's own test support creates beside them.
-    #[allow(dead_code)]
     pub fn track_table(&self, table: &str) {
         if let Ok(mut tables) = self.extra_tables.lock() {
             tables.push(table.to_owned());
@@ -108,7 +106,6 @@ impl TestDb {
 
     /// The DynamoDB endpoint URL (for processes that need to reach it; the
     /// benchmark uses it for the release binary).
-    #[allow(dead_code)]
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }
@@ -129,7 +126,6 @@ impl TestDb {
     /// hundreds of requests can queue for longer than the 2 s attempt
     /// timeout, and the record then fails (rightly: it goes back to the
     /// queue) for a reason that has nothing to do with the test.
-    #[allow(dead_code)]
     pub fn consumer_without_timeouts(&self) -> OrderFunction {
         self.consumer_with_client(&[], |b| {
             b.timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
@@ -148,7 +144,6 @@ impl TestDb {
     /// [`RequestCounter::peak`]: a request that never got its response would
     /// leave the in-flight count up, so it must fail its record (which the
     /// test sees) instead.
-    #[allow(dead_code)]
     pub fn counted_consumer_without_retries(
         &self,
         env: &[(&str, &str)],

@@ -45,7 +45,7 @@ async fn start(n: usize, seed: u64) -> Harness {
 /// `n` environments whose processes each serve `concurrency` requests at
 /// once (Lambda Managed Instances when above 1).
 async fn start_with(n: usize, seed: u64, concurrency: usize) -> Harness {
-    let h = Harness::start(n, seed, |mut c| {
+    let h = Harness::start(crate::binary_path(), n, seed, |mut c| {
         c.binary = api_binary_path();
         let table = idempotency_table(&c.table);
         if concurrency > 1 {

@@ -32,8 +32,8 @@ use tokio::sync::oneshot;
 
 use order_consumer::testing::*;
 
-mod common;
 use common::*;
+use lambda_idempotency_harness::bench as common;
 
 // The sections that compare the shipped builds with a floor and a peer.
 mod api_peer;

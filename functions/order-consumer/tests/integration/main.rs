@@ -3,11 +3,10 @@
 //! binary, so the SDK and the server are linked once. The other functions'
 //! own tests are in functions/*/tests.
 
-#[path = "../support/captured.rs"]
-mod captured;
-
-#[path = "../support/sample_files.rs"]
-mod sample_files;
+// The functions' log format captured in memory (the workspace's harness).
+use lambda_idempotency_harness::captured;
+// The sample-event folder checks (the workspace's harness).
+use lambda_idempotency_harness::sample_files;
 
 mod batches;
 mod cache;

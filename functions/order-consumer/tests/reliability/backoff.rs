@@ -28,7 +28,7 @@ use order_consumer::testing::sqs_endpoint::{Mode, SqsEndpoint};
 const QUEUE_VISIBILITY: Duration = Duration::from_secs(600);
 
 async fn harness(seed: u64, sqs: &SqsEndpoint) -> Harness {
-    Harness::start(1, seed, |c| {
+    Harness::start(crate::binary_path(), 1, seed, |c| {
         c.env("RETRY_BACKOFF", "on")
             .env("AWS_ENDPOINT_URL_SQS", &sqs.url)
     })

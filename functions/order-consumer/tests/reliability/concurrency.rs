@@ -55,8 +55,10 @@ enum Layout {
 /// random, partially overlapping subsets).
 async fn real_function_under_overlap(overlap: f64, seed: u64, layout: Layout) {
     let h = match layout {
-        Layout::Processes => Harness::start(COPIES, seed, |c| c).await,
-        Layout::OneProcess(n) => Harness::start(1, seed, |c| c.managed(n)).await,
+        Layout::Processes => Harness::start(crate::binary_path(), COPIES, seed, |c| c).await,
+        Layout::OneProcess(n) => {
+            Harness::start(crate::binary_path(), 1, seed, |c| c.managed(n)).await
+        }
     };
     let copies = match layout {
         Layout::Processes => h.envs.clone(),

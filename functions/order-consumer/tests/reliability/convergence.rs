@@ -150,10 +150,15 @@ pub fn check_convergence(
 ) {
     let rt = runtime();
     let (processes, seed) = if managed.is_some() { (1, 8) } else { (3, 7) };
-    let h = rt.block_on(Harness::start(processes, seed, |c| match managed {
-        Some(n) => c.managed(n),
-        None => c,
-    }));
+    let h = rt.block_on(Harness::start(
+        crate::binary_path(),
+        processes,
+        seed,
+        |c| match managed {
+            Some(n) => c.managed(n),
+            None => c,
+        },
+    ));
     let pollers = match managed {
         None => h.envs.clone(),
         Some(n) => vec![h.envs[0].clone(); n],
@@ -200,7 +205,7 @@ fn every_order_converges_with_one_process_serving_invocations_at_once() {
 /// seq had been applied; the rest of its events are sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sequence_numbers_beyond_2_pow_53_keep_their_order() {
-    let h = Harness::start(2, 12, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 2, 12, |c| c).await;
     let w = Workload {
         orders: [(1u64 << 53) - 1, 1 << 60, u64::MAX - 3]
             .into_iter()
@@ -258,7 +263,7 @@ async fn sequence_numbers_beyond_2_pow_53_keep_their_order() {
 /// Early until the payment has applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancellation_delivered_before_the_payment_waits_for_it() {
-    let h = Harness::start(1, 1, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 1, 1, |c| c).await;
     let order = Order::new("bug1-0".into(), Lifecycle::CancelledAfterPayment, 1);
     let workload = Workload {
         orders: vec![order.clone()],
@@ -301,7 +306,7 @@ async fn a_cancellation_delivered_before_the_payment_waits_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_order_flooded_with_illegal_events_converges_and_stays_bounded() {
     use order_consumer::orders::domain::MAX_REJECTED_EVENTS;
-    let h = Harness::start(3, 13, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 3, 13, |c| c).await;
     let kinds = Lifecycle::CancelledUnpaid.illegal_after();
     let extras: Vec<&str> = (0..MAX_REJECTED_EVENTS + 8)
         .map(|i| kinds[i % kinds.len()])

@@ -22,7 +22,7 @@ const KILLS: u64 = 6;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_batch_then_redelivery_converges_without_double_apply() {
-    let h = Harness::start(2, 4, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 2, 4, |c| c).await;
     h.proxy.set(
         Fault::Latency {
             before_ms: (20, 120),

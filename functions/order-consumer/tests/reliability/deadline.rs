@@ -102,7 +102,7 @@ async fn converge_after(h: &Harness, queue: &Arc<Queue>, w: &Workload) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_dynamodb_never_makes_the_function_miss_its_deadline() {
-    let h = Harness::start(1, 5, |c| {
+    let h = Harness::start(crate::binary_path(), 1, 5, |c| {
         c.env("DEADLINE_MARGIN_MS", "500")
             .env("MAX_CONCURRENCY", "4")
     })
@@ -140,7 +140,7 @@ async fn a_slow_dynamodb_never_makes_the_function_miss_its_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_shorter_than_the_margin_attempts_nothing_and_answers_in_time() {
     // The default 2 s margin is longer than the whole 1.5 s invocation.
-    let h = Harness::start(1, 6, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 1, 6, |c| c).await;
     let w = orders("dm", 5);
     let queue = Queue::new(QueueConfig::default());
     for e in w.events() {
@@ -156,7 +156,10 @@ async fn a_deadline_shorter_than_the_margin_attempts_nothing_and_answers_in_time
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_dynamodb_fails_the_invocation_in_time_and_late_writes_do_not_double_apply() {
-    let h = Harness::start(1, 7, |c| c.env("DEADLINE_MARGIN_MS", "500")).await;
+    let h = Harness::start(crate::binary_path(), 1, 7, |c| {
+        c.env("DEADLINE_MARGIN_MS", "500")
+    })
+    .await;
     // Requests reach DynamoDB only 3 s after they were sent: long after the
     // invocation has answered.
     h.proxy.set(

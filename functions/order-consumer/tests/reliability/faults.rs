@@ -22,7 +22,7 @@ use order_consumer::testing::rng::Rng;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_acknowledged_without_its_effect_and_redelivery_converges_after_faults() {
-    let h = Harness::start(2, 3, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 2, 3, |c| c).await;
     let mut rng = Rng::new(3);
     let queue = Queue::new(QueueConfig {
         max_receive_count: 200,

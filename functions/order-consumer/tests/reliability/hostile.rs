@@ -430,7 +430,12 @@ async fn bodies_case(h: &Harness, bodies: Vec<String>) -> Result<(), TestCaseErr
 #[test]
 fn arbitrary_bodies_never_panic_never_lose_a_record_and_each_gets_a_clear_error() {
     let rt = runtime();
-    let h = rt.block_on(Harness::start(1, 8, FnConfig::index_logs));
+    let h = rt.block_on(Harness::start(
+        crate::binary_path(),
+        1,
+        8,
+        FnConfig::index_logs,
+    ));
     let mut runner = TestRunner::new(proptest_config(file!(), 48));
     let result = runner.run(
         &proptest::collection::vec(hostile_body(), 1..=10),
@@ -642,7 +647,12 @@ async fn event_case(
 #[test]
 fn malformed_sqs_events_never_panic_and_never_lose_a_record() {
     let rt = runtime();
-    let h = rt.block_on(Harness::start(1, 9, FnConfig::index_logs));
+    let h = rt.block_on(Harness::start(
+        crate::binary_path(),
+        1,
+        9,
+        FnConfig::index_logs,
+    ));
     let mut runner = TestRunner::new(proptest_config(file!(), 48));
     let strategy = (
         proptest::collection::vec(hostile_body(), 1..=4),
@@ -663,7 +673,7 @@ fn malformed_sqs_events_never_panic_and_never_lose_a_record() {
 async fn a_batch_of_10000_records_completes() {
     use crate::model::{Lifecycle, Order, Workload};
     use order_consumer::testing::rng::Rng;
-    let h = Harness::start(1, 10, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 1, 10, |c| c).await;
     let mut rng = Rng::new(10);
     // 2,000 whole lifecycles (8,000 events), 1,000 duplicates, 1,000 bad
     // bodies: 10,000 records, shuffled, in one invocation.
@@ -829,7 +839,7 @@ async fn the_largest_deliverable_batch_of_max_size_bodies_completes() {
         event_of(largest + 1).payload.len(),
     );
 
-    let h = Harness::start(1, 11, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 1, 11, |c| c).await;
     let result = h.envs[0]
         .invoke(batch.payload.clone(), Duration::from_secs(120))
         .await;

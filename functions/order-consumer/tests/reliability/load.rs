@@ -26,7 +26,7 @@ const FUNCTIONS: usize = 4;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sustained_load_loses_nothing_and_applies_nothing_twice() {
     let n = env_usize("RELIABILITY_LOAD_MESSAGES", 15_000).max(10);
-    let h = Harness::start_with(FUNCTIONS, 11, false, |c| c).await;
+    let h = Harness::start_with(crate::binary_path(), FUNCTIONS, 11, false, |c| c).await;
     let mut rng = Rng::new(11);
 
     // 80% distinct events (whole lifecycles of 4), 20% duplicates.

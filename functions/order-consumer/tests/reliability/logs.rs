@@ -17,7 +17,7 @@ use order_consumer::testing::runtime_api::FUNCTION_ARN;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binarys_lines_carry_the_powertools_keys_and_cold_start() {
-    let h = Harness::start(1, 101, |c| c).await;
+    let h = Harness::start(crate::binary_path(), 1, 101, |c| c).await;
     let queue = Queue::new(QueueConfig {
         seed: 101,
         ..Default::default()
@@ -93,7 +93,10 @@ async fn the_binarys_lines_carry_the_powertools_keys_and_cold_start() {
 /// variable, never a value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_cold_start_reports_its_reason_to_the_runtime_api() {
-    let h = Harness::start(1, 102, |c| c.env("MAX_CONCURRENCY", "0")).await;
+    let h = Harness::start(crate::binary_path(), 1, 102, |c| {
+        c.env("MAX_CONCURRENCY", "0")
+    })
+    .await;
     let queue = Queue::new(QueueConfig {
         seed: 102,
         ..Default::default()

@@ -6,26 +6,24 @@
 //!
 //! Runs the binary cargo builds with this test (`CARGO_BIN_EXE_*`), or the
 //! one `ORDER_CONSUMER_BIN` names (the shipped release build, say). See
-//! docs/reliability.md. The functions under functions/ run their own
-//! binaries under this same harness (their tests/reliability/main.rs
-//! includes it with `#[path]`).
+//! docs/reliability.md. The other functions under functions/ run their own
+//! binaries under this same harness.
 //!
-//! Harness: `function` (the binary as an execution environment, under the
-//! library's Runtime API emulator, `order_consumer::testing::runtime_api`),
-//! `sqs` (queue + event source mapping), `db` (dynoxide), `model`
-//! (workloads and the oracle), `naive` (a check-then-act consumer the
-//! assertions must catch); the faults come from the library's proxy,
-//! `order_consumer::testing::proxy`.
+//! Harness (crates/lambda-idempotency-harness): `function` (the binary as
+//! an execution environment, under the Runtime API emulator of
+//! lambda-idempotency-testing), `sqs` (queue + event source mapping), `db`
+//! (dynoxide); here: `model` (workloads and the oracle), `naive` (a
+//! check-then-act consumer the assertions must catch); the faults come from
+//! lambda-idempotency-testing's proxy.
 //! Tests: `backoff`, `convergence`, `concurrency`, `faults`, `crash`, `deadline`,
 //! `hostile`, `load` and `logs`.
 
-mod db;
-mod function;
-mod harness;
 mod model;
 mod naive;
-mod sqs;
-mod util;
+
+// The workspace's harness (crates/lambda-idempotency-harness), under the
+// names these tests use.
+use lambda_idempotency_harness::reliability::{db, function, harness, sqs, util};
 
 use std::path::PathBuf;
 

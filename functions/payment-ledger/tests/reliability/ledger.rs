@@ -650,7 +650,7 @@ fn same_final_state(
 #[test]
 fn every_account_balance_is_the_sum_of_its_distinct_entries() {
     let rt = runtime();
-    let h = rt.block_on(Harness::start(3, 21, |mut c| {
+    let h = rt.block_on(Harness::start(crate::binary_path(), 3, 21, |mut c| {
         c.binary = ledger_binary_path();
         c.env("LEDGER_TABLE", LEDGER_TABLE)
             .env("ACCOUNTS_TABLE", ACCOUNTS_TABLE)

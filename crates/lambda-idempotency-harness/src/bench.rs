@@ -1,11 +1,8 @@
-//! What the benchmarks of the root and of the functions under functions/
-//! share (included with `#[path]`): the report, medians, the machine's
-//! description, counted clients, per-message figures.
+//! What the functions' benchmarks (functions/*/benches) share: the report,
+//! medians, the machine's description, counted clients, per-message
+//! figures.
 
-// Each including benchmark uses its own part of it.
-#![allow(dead_code)]
-
-use orders::testing::RequestCounter;
+use lambda_idempotency_testing::RequestCounter;
 
 /// The markdown report: printed, and written by [`Report::write`].
 pub struct Report(pub String);

@@ -21,7 +21,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{Notify, oneshot};
 
 use lambda_idempotency::time::epoch_ms;
-use orders::testing::runtime_api::{self, Invocation, Reply, RuntimeApi};
+use lambda_idempotency_testing::runtime_api::{self, Invocation, Reply, RuntimeApi};
 
 /// How one invocation ended, as the event source mapping sees it.
 #[derive(Debug, Clone)]
@@ -106,7 +106,7 @@ pub struct FnConfig {
 impl FnConfig {
     /// `RELIABILITY_FUNCTION_ENV` (space-separated `KEY=VALUE` pairs) is
     /// added to every function's environment, e.g. `RUST_LOG=debug`.
-    pub fn new(table: &str, dynamodb_endpoint: &str) -> Self {
+    pub fn new(binary: PathBuf, table: &str, dynamodb_endpoint: &str) -> Self {
         let extra_env = std::env::var("RELIABILITY_FUNCTION_ENV")
             .unwrap_or_default()
             .split_whitespace()
@@ -114,8 +114,8 @@ impl FnConfig {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         FnConfig {
-            // The including test binary's function (its main.rs).
-            binary: crate::binary_path(),
+            // The test binary's function (its main.rs's `binary_path`).
+            binary,
             table: table.to_owned(),
             dynamodb_endpoint: dynamodb_endpoint.to_owned(),
             extra_env,

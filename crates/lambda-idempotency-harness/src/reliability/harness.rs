@@ -7,12 +7,14 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use proptest::test_runner::{Config, FileFailurePersistence};
 
-use crate::db::Db;
-use crate::function::{FnConfig, Function, InvokeResult, LambdaEnv};
-use crate::sqs::{Audit, Queue};
-use crate::util::env_usize;
-use orders::testing::proxy::FaultProxy;
-use orders::testing::rng::Rng;
+use std::path::PathBuf;
+
+use super::db::Db;
+use super::function::{FnConfig, Function, InvokeResult, LambdaEnv};
+use super::sqs::{Audit, Queue};
+use super::util::env_usize;
+use lambda_idempotency_testing::proxy::FaultProxy;
+use lambda_idempotency_testing::rng::Rng;
 
 pub struct Harness {
     pub db: Arc<Db>,
@@ -23,13 +25,20 @@ pub struct Harness {
 impl Harness {
     /// dynoxide + proxy + `n` environments (started, i.e. cold-started
     /// ahead of the first invocation). `configure` adds function settings.
-    pub async fn start(n: usize, seed: u64, configure: impl Fn(FnConfig) -> FnConfig) -> Harness {
-        Self::start_with(n, seed, true, configure).await
+    /// `binary` is the function every environment runs.
+    pub async fn start(
+        binary: PathBuf,
+        n: usize,
+        seed: u64,
+        configure: impl Fn(FnConfig) -> FnConfig,
+    ) -> Harness {
+        Self::start_with(binary, n, seed, true, configure).await
     }
 
     /// `via_proxy = false`: the functions talk to dynoxide directly (the
     /// load test, where the proxy would only cost time).
     pub async fn start_with(
+        binary: PathBuf,
         n: usize,
         seed: u64,
         via_proxy: bool,
@@ -46,7 +55,7 @@ impl Harness {
             .map(|i| {
                 LambdaEnv::new(
                     &format!("env{i}"),
-                    configure(FnConfig::new(&db.table, &endpoint)),
+                    configure(FnConfig::new(binary.clone(), &db.table, &endpoint)),
                 )
             })
             .collect();

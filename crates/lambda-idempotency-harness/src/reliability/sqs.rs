@@ -29,11 +29,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::function::{Function, InvokeResult};
-use crate::util::md5_hex;
+use super::function::{Function, InvokeResult};
+use super::util::md5_hex;
 use lambda_idempotency::time::epoch_ms;
-use orders::testing::rng::Rng;
-use orders::testing::sqs_endpoint::SqsEndpoint;
+use lambda_idempotency_testing::rng::Rng;
+use lambda_idempotency_testing::sqs_endpoint::SqsEndpoint;
 
 pub const QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:111122223333:order-events";
 

@@ -32,14 +32,17 @@ static TABLES: AtomicU64 = AtomicU64::new(0);
 impl Db {
     /// Start dynoxide in this process and create a fresh orders table.
     pub async fn start() -> Db {
-        let url = orders::testing::start_dynoxide().await;
+        let url = lambda_idempotency_testing::start_dynoxide().await;
         let client = client_for(&url);
         let table = format!(
             "orders-reliability-{}-{}",
             std::process::id(),
             TABLES.fetch_add(1, Ordering::Relaxed)
         );
-        orders::testing::create_orders_table(&client, &table)
+        // The order consumer's orders table (hash key `order_id`, as
+        // template.yaml creates it): the other functions' tests create
+        // their own tables beside it on the same server.
+        lambda_idempotency_testing::create_table(&client, &table, "order_id")
             .await
             .expect("create table");
         Db { url, client, table }
@@ -98,14 +101,14 @@ impl Db {
 
     /// Every item of any table on this server, as stored (paginated scan).
     pub async fn scan_table(&self, table: &str) -> Vec<HashMap<String, AttributeValue>> {
-        orders::testing::scan_all(&self.client, table).await
+        lambda_idempotency_testing::scan_all(&self.client, table).await
     }
 }
 
 /// The test's own client: direct to dynoxide, generous retries (it must
 /// never be the thing that fails).
 pub fn client_for(endpoint: &str) -> Client {
-    orders::testing::client_with(
+    lambda_idempotency_testing::client_with(
         endpoint,
         aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(5),
         aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled(),

@@ -1,6 +1,6 @@
 //! Small helpers of this suite only: MD5 for `md5OfBody`, env knobs, the
 //! proptest verdict. The clock (`lambda_idempotency::time::epoch_ms`) and
-//! the seeded RNG (`orders::testing::rng`) are the library's.
+//! the seeded RNG (`lambda_idempotency_testing::rng`) are the library's.
 
 /// An integer from the environment, or `default`.
 pub fn env_usize(var: &str, default: usize) -> usize {

@@ -1,7 +1,6 @@
-//! Test harness shared by the integration tests of the root and of the
-//! functions under functions/ (included with `#[path]`): a folder of sample
-//! SQS events with its scenarios.json, checked and loaded with the strict
-//! reader the functions use.
+//! A function's folder of sample SQS events with its scenarios.json,
+//! checked and loaded with the strict reader the functions use (the
+//! functions' sample-event tests).
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_idempotency::{SqsInput, StrictInput};
@@ -9,18 +8,18 @@ use serde::Deserialize;
 
 /// One sample event file and the outcome of each of its records, in order.
 #[derive(Deserialize)]
-pub(crate) struct Scenario {
-    pub(crate) file: String,
-    pub(crate) title: String,
-    pub(crate) expect: Vec<String>,
+pub struct Scenario {
+    pub file: String,
+    pub title: String,
+    pub expect: Vec<String>,
 }
 
-pub(crate) fn scenarios_in(dir: &std::path::Path) -> Vec<Scenario> {
+pub fn scenarios_in(dir: &std::path::Path) -> Vec<Scenario> {
     let text = std::fs::read_to_string(dir.join("scenarios.json")).expect("scenarios.json");
     serde_json::from_str(&text).expect("scenarios.json parses")
 }
 
-pub(crate) fn load_in(dir: &std::path::Path, file: &str) -> SqsEvent {
+pub fn load_in(dir: &std::path::Path, file: &str) -> SqsEvent {
     let text = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
     // The strict reader the functions use, not the lenient derived one.
     serde_json::from_str::<SqsInput>(&text)
@@ -28,7 +27,7 @@ pub(crate) fn load_in(dir: &std::path::Path, file: &str) -> SqsEvent {
         .into_inner()
 }
 
-pub(crate) fn check_files(dir: &std::path::Path) {
+pub fn check_files(dir: &std::path::Path) {
     let listed: Vec<String> = scenarios_in(dir).into_iter().map(|s| s.file).collect();
     let mut on_disk: Vec<String> = std::fs::read_dir(dir)
         .unwrap()

@@ -1,9 +1,5 @@
-//! Test harness shared by the integration tests of the root and of the
-//! functions under functions/ (included with `#[path]`): the functions' own
-//! log format captured in memory.
-
-// Each including test binary uses its own part of it.
-#![allow(dead_code)]
+//! The functions' own log format captured in memory, for the integration
+//! tests of every function under functions/.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +12,7 @@ use tracing_subscriber::EnvFilter;
 /// `otel.rs` and the functions' own log tests (functions/*/tests) capture
 /// with it too.
 #[derive(Clone, Default)]
-pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl std::io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -35,7 +31,7 @@ impl std::io::Write for Captured {
 impl Captured {
     /// Install the functions' subscriber at the production default level
     /// (the in-process test server's own logs are left out).
-    pub(crate) fn install(&self) -> tracing::subscriber::DefaultGuard {
+    pub fn install(&self) -> tracing::subscriber::DefaultGuard {
         let writer = self.clone();
         let guard = tracing::subscriber::set_default(json_logs(
             move || writer.clone(),
@@ -48,11 +44,11 @@ impl Captured {
         guard
     }
 
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         String::from_utf8(self.0.lock().expect("log buffer").clone()).expect("UTF-8 logs")
     }
 
-    pub(crate) fn lines(&self) -> Vec<Value> {
+    pub fn lines(&self) -> Vec<Value> {
         self.text()
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -61,7 +57,7 @@ impl Captured {
     }
 
     /// The "record processed" lines, by messageId.
-    pub(crate) fn records(&self) -> HashMap<String, Vec<Value>> {
+    pub fn records(&self) -> HashMap<String, Vec<Value>> {
         let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
         for line in self.lines() {
             if line.pointer("/message") == Some(&json!("record processed")) {
