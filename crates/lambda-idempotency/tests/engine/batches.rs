@@ -3,10 +3,10 @@
 use futures_util::future::join_all;
 use lambda_idempotency::BatchError;
 use lambda_idempotency::{RecordOutcome, Skip};
-use order_consumer::orders::domain::Outcome;
+use orders::domain::Outcome;
 use serde_json::json;
 
-use order_consumer::testing::*;
+use orders::testing::*;
 
 #[tokio::test]
 async fn a_shuffled_lifecycle_in_one_batch_applies_in_seq_order() {
@@ -339,25 +339,6 @@ async fn the_lambda_entry_point_uses_the_invocation_deadline() {
         .unwrap();
     assert_eq!(failed_ids(&response), ["m-1"]);
     assert_eq!(db.history("ord-1").await, ["e1"]);
-}
-
-#[test]
-fn the_binary_refuses_to_start_without_table_name() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_order-consumer"))
-        .env_remove("TABLE_NAME")
-        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
-        .output()
-        .expect("run the binary");
-    assert!(!out.status.success(), "must not start");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("TABLE_NAME is required"),
-        "clear message, got: {text}"
-    );
 }
 
 #[tokio::test]

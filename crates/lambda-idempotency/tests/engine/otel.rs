@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lambda_idempotency::bootstrap;
-use order_consumer::testing::http1::{self, Reader};
-use order_consumer::testing::*;
+use orders::testing::http1::{self, Reader};
+use orders::testing::*;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
@@ -76,7 +76,7 @@ async fn collector(mode: Collector) -> (Arc<Mutex<Vec<Value>>>, String) {
 /// The functions' subscriber (JSON logs at INFO, as in production) with
 /// traces to `endpoint` when given, installed on this thread.
 fn install(
-    logs: &crate::logs::Captured,
+    logs: &lambda_idempotency_harness::captured::Captured,
     endpoint: Option<&str>,
 ) -> tracing::subscriber::DefaultGuard {
     let mut env = vec![
@@ -149,7 +149,7 @@ fn id(span: &Value, field: &str) -> String {
 async fn an_invocation_exports_its_spans_under_lambdas_xray_segment_before_it_answers() {
     let db = TestDb::new().await;
     let (bodies, url) = collector(Collector::Answers).await;
-    let logs = crate::logs::Captured::default();
+    let logs = lambda_idempotency_harness::captured::Captured::default();
     let _guard = install(&logs, Some(&url));
 
     invoke(&db, "ord-otel-1").await;
@@ -225,7 +225,7 @@ async fn the_log_lines_are_the_same_with_traces_on() {
     let (_bodies, url) = collector(Collector::Answers).await;
     for endpoint in [None, Some(url.as_str())] {
         let db = TestDb::new().await;
-        let logs = crate::logs::Captured::default();
+        let logs = lambda_idempotency_harness::captured::Captured::default();
         let guard = install(&logs, endpoint);
         invoke(&db, "ord-otel-logs").await;
         drop(guard);
@@ -257,7 +257,7 @@ async fn the_log_lines_are_the_same_with_traces_on() {
 async fn a_hung_collector_delays_the_answer_by_at_most_the_flush_bound() {
     let db = TestDb::new().await;
     let (bodies, url) = collector(Collector::Hangs).await;
-    let logs = crate::logs::Captured::default();
+    let logs = lambda_idempotency_harness::captured::Captured::default();
     let _guard = install(&logs, Some(&url));
 
     let started = std::time::Instant::now();

@@ -1,5 +1,5 @@
 //! The visibility of returned messages, set by the in-process function
-//! through a local SQS endpoint (`order_consumer::testing::sqs_endpoint`):
+//! through a local SQS endpoint (`orders::testing::sqs_endpoint`):
 //! which messages get which delay, FIFO groups, and failing calls that
 //! change nothing about the batch's answer.
 
@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use lambda_idempotency::BackoffPolicy;
 use lambda_idempotency::redelivery::Redelivery;
-use order_consumer::orders::OrderFunction;
-use order_consumer::testing::sqs_endpoint::{Mode, SqsEndpoint};
-use order_consumer::testing::*;
+use orders::OrderFunction;
+use orders::testing::sqs_endpoint::{Mode, SqsEndpoint};
+use orders::testing::*;
 use tokio::time::Instant;
 
 /// An endpoint that accepts every change, and a consumer that uses it.
