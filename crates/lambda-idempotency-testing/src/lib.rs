@@ -9,6 +9,9 @@
 //!   dynoxide), or any endpoint named by `AWS_ENDPOINT_URL_DYNAMODB`;
 //!   clients, unique table names, a request counter.
 //! - [`tables`]: tables created as a template would create them.
+//! - [`test_db`]: [`TestDb`], a test's own tables on its own local
+//!   DynamoDB (or `AWS_ENDPOINT_URL_DYNAMODB`): the one fixture consumers'
+//!   tests build on.
 //! - [`sqs`]: SQS records and batches exactly as Lambda delivers them.
 //! - [`stream_records`]: DynamoDB stream records.
 //! - [`kinesis`]: Kinesis Data Streams records and batches as Lambda
@@ -39,6 +42,7 @@ pub mod sqs;
 pub mod sqs_endpoint;
 pub mod stream_records;
 pub mod tables;
+pub mod test_db;
 
 pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest};
 pub use dynamodb::{
@@ -47,6 +51,7 @@ pub use dynamodb::{
 pub use labels::assert_labels_cover_variants;
 pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
 pub use tables::{create_idempotency_table, create_streamed_table, create_table};
+pub use test_db::TestDb;
 
 /// The lambda_http crate whose `Request` [`HttpApiRequest`] builds (its
 /// `http::Method`), for a test that does not depend on it itself.

@@ -15,10 +15,11 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::time::epoch_ms;
 use orders::testing::{
-    HttpApiCaller, HttpApiRequest, RequestCounter, TestDb, create_table, scan_all,
+    HttpApiCaller, HttpApiRequest, OrdersDb, RequestCounter, TestDb, create_table, scan_all,
 };
 
-/// A [`TestDb`] (the orders table) with an idempotency table beside it.
+/// The one test fixture, [`TestDb`], on the orders table ([`OrdersDb`]),
+/// with the idempotency table beside it.
 pub struct ApiDb {
     /// The orders table and its client.
     pub db: TestDb,

@@ -41,15 +41,6 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::{BatchReport, RecordOutcome};
 use serde_json::{Value, json};
 
-pub struct TestDb {
-    pub client: Client,
-    pub table: String,
-    endpoint: String,
-    external: bool,
-    /// Further tables of this test (deleted with it on an external endpoint).
-    extra_tables: std::sync::Mutex<Vec<String>>,
-}
-
 /// A consumer whose DynamoDB endpoint is a local port nobody listens on
 /// (bound, read, closed): every request fails to connect.
 pub fn unreachable_consumer() -> OrderFunction {
@@ -61,62 +52,22 @@ pub fn unreachable_consumer() -> OrderFunction {
     consumer_with(OrderStore::new(client, "orders"), &[])
 }
 
-impl TestDb {
-    pub async fn new() -> Self {
-        let (client, endpoint, external) = match std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
-            Ok(url) if !url.is_empty() => (external_client().await, url, true),
-            _ => {
-                let url = start_dynoxide().await;
-                (client_for(&url), url, false)
-            }
-        };
-        let table = unique_name("orders-test");
-        create_orders_table(&client, &table)
-            .await
-            .expect("create table");
-        TestDb {
-            client,
-            table,
-            endpoint,
-            external,
-            extra_tables: Default::default(),
-        }
-    }
+/// The order functions' view of a [`TestDb`]: its main table is the orders
+/// table ([`OrdersDb::new`]), and these are the consumer and the readers
+/// their tests use on it. A trait on the one fixture of
+/// `lambda-idempotency-testing`, not a second fixture: in scope with
+/// `orders::testing::*`, `TestDb::new()` is this crate's.
+pub trait OrdersDb: Sized {
+    /// A fresh orders table (hash key `order_id`, as template.yaml creates
+    /// it) on the test's own local DynamoDB, or on
+    /// `AWS_ENDPOINT_URL_DYNAMODB`.
+    fn new() -> impl Future<Output = Self> + Send;
 
-    /// Another table beside the orders table, named after it, with hash key
-    /// `key` (S).
-    pub async fn extra_table(&self, suffix: &str, key: &str) -> String {
-        let name = format!("{}-{suffix}", self.table);
-        create_table(&self.client, &name, key)
-            .await
-            .expect("create table");
-        if let Ok(mut tables) = self.extra_tables.lock() {
-            tables.push(name.clone());
-        }
-        name
-    }
+    /// The order store over the orders table.
+    fn store(&self) -> OrderStore;
 
-    /// Delete `table` with this test's own tables (on an external endpoint):
-    /// for the tables a function's own test support creates beside them.
-    pub fn track_table(&self, table: &str) {
-        if let Ok(mut tables) = self.extra_tables.lock() {
-            tables.push(table.to_owned());
-        }
-    }
-
-    /// The DynamoDB endpoint URL (for processes that need to reach it; the
-    /// benchmark uses it for the release binary).
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    pub fn store(&self) -> OrderStore {
-        OrderStore::new(self.client.clone(), self.table.clone())
-    }
-
-    pub fn consumer(&self) -> OrderFunction {
-        consumer_with(self.store(), &[])
-    }
+    /// The order consumer over the orders table.
+    fn consumer(&self) -> OrderFunction;
 
     /// A consumer whose DynamoDB client has no SDK timeouts (its retries
     /// are the usual ones): it waits for the server however long that
@@ -126,30 +77,68 @@ impl TestDb {
     /// hundreds of requests can queue for longer than the 2 s attempt
     /// timeout, and the record then fails (rightly: it goes back to the
     /// queue) for a reason that has nothing to do with the test.
-    pub fn consumer_without_timeouts(&self) -> OrderFunction {
-        self.consumer_with_client(&[], |b| {
-            b.timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
-        })
-    }
+    fn consumer_without_timeouts(&self) -> OrderFunction;
 
     /// A consumer whose DynamoDB client counts every HTTP request it sends
     /// (each attempt, retries included), with extra environment.
-    pub fn counted_consumer(&self, env: &[(&str, &str)]) -> (OrderFunction, RequestCounter) {
-        let counter = RequestCounter::default();
-        let c = self.consumer_with_client(env, |b| b.interceptor(counter.clone()));
-        (c, counter)
-    }
+    fn counted_consumer(&self, env: &[(&str, &str)]) -> (OrderFunction, RequestCounter);
 
     /// [`Self::counted_consumer`] with no retries and no timeouts, for
     /// [`RequestCounter::peak`]: a request that never got its response would
     /// leave the in-flight count up, so it must fail its record (which the
     /// test sees) instead.
-    pub fn counted_consumer_without_retries(
+    fn counted_consumer_without_retries(
+        &self,
+        env: &[(&str, &str)],
+    ) -> (OrderFunction, RequestCounter);
+
+    /// One order item as stored.
+    fn item(
+        &self,
+        order_id: &str,
+    ) -> impl Future<Output = Option<HashMap<String, AttributeValue>>> + Send;
+
+    /// An order's status.
+    fn status(&self, order_id: &str) -> impl Future<Output = Option<String>> + Send;
+
+    /// The eventIds applied to an order, in the order they were applied.
+    fn history(&self, order_id: &str) -> impl Future<Output = Vec<String>> + Send;
+
+    /// The eventIds rejected on an order that spent their seq.
+    fn rejected(&self, order_id: &str) -> impl Future<Output = Vec<String>> + Send;
+}
+
+impl OrdersDb for TestDb {
+    fn new() -> impl Future<Output = Self> + Send {
+        TestDb::with_table("orders-test", crate::store::KEY)
+    }
+
+    fn store(&self) -> OrderStore {
+        OrderStore::new(self.client.clone(), self.table.clone())
+    }
+
+    fn consumer(&self) -> OrderFunction {
+        consumer_with(self.store(), &[])
+    }
+
+    fn consumer_without_timeouts(&self) -> OrderFunction {
+        consumer_with_client(self, &[], |b| {
+            b.timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
+        })
+    }
+
+    fn counted_consumer(&self, env: &[(&str, &str)]) -> (OrderFunction, RequestCounter) {
+        let counter = RequestCounter::default();
+        let c = consumer_with_client(self, env, |b| b.interceptor(counter.clone()));
+        (c, counter)
+    }
+
+    fn counted_consumer_without_retries(
         &self,
         env: &[(&str, &str)],
     ) -> (OrderFunction, RequestCounter) {
         let counter = RequestCounter::default();
-        let c = self.consumer_with_client(env, |b| {
+        let c = consumer_with_client(self, env, |b| {
             b.interceptor(counter.clone())
                 .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
                 .timeout_config(aws_sdk_dynamodb::config::timeout::TimeoutConfig::disabled())
@@ -157,78 +146,50 @@ impl TestDb {
         (c, counter)
     }
 
-    fn consumer_with_client(
+    fn item(
         &self,
-        env: &[(&str, &str)],
-        configure: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
-    ) -> OrderFunction {
-        let conf = configure(self.client.config().to_builder()).build();
-        let store = OrderStore::new(Client::from_conf(conf), self.table.clone());
-        consumer_with(store, env)
+        order_id: &str,
+    ) -> impl Future<Output = Option<HashMap<String, AttributeValue>>> + Send {
+        self.get(crate::store::KEY, order_id)
     }
 
-    pub async fn item(&self, order_id: &str) -> Option<HashMap<String, AttributeValue>> {
-        self.client
-            .get_item()
-            .table_name(&self.table)
-            .key("order_id", AttributeValue::S(order_id.into()))
-            .consistent_read(true)
-            .send()
-            .await
-            .expect("GetItem")
-            .item
-    }
-
-    pub async fn status(&self, order_id: &str) -> Option<String> {
+    async fn status(&self, order_id: &str) -> Option<String> {
         self.item(order_id).await.map(|i| s(&i, "status"))
     }
 
-    /// The eventIds applied to an order, in the order they were applied.
-    pub async fn history(&self, order_id: &str) -> Vec<String> {
-        self.id_list(order_id, "history").await
+    async fn history(&self, order_id: &str) -> Vec<String> {
+        id_list(self, order_id, "history").await
     }
 
-    /// The eventIds rejected on an order that spent their seq.
-    pub async fn rejected(&self, order_id: &str) -> Vec<String> {
-        self.id_list(order_id, "rejected_events").await
-    }
-
-    async fn id_list(&self, order_id: &str, attribute: &str) -> Vec<String> {
-        match self
-            .item(order_id)
-            .await
-            .and_then(|i| i.get(attribute).cloned())
-        {
-            Some(AttributeValue::L(l)) => l
-                .into_iter()
-                .map(|v| v.as_s().cloned().expect("eventIds are strings"))
-                .collect(),
-            _ => vec![],
-        }
-    }
-
-    pub async fn count_items(&self) -> usize {
-        let out = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .send()
-            .await
-            .expect("Scan");
-        out.items.unwrap_or_default().len()
+    async fn rejected(&self, order_id: &str) -> Vec<String> {
+        id_list(self, order_id, "rejected_events").await
     }
 }
 
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if self.external {
-            // Don't leave test tables behind on a shared endpoint.
-            let mut tables = vec![self.table.clone()];
-            if let Ok(extra) = self.extra_tables.lock() {
-                tables.extend(extra.iter().cloned());
-            }
-            delete_external_tables(tables);
-        }
+/// The order consumer over `db`'s orders table with a client `configure`d
+/// from the fixture's.
+fn consumer_with_client(
+    db: &TestDb,
+    env: &[(&str, &str)],
+    configure: impl FnOnce(aws_sdk_dynamodb::config::Builder) -> aws_sdk_dynamodb::config::Builder,
+) -> OrderFunction {
+    let conf = configure(db.client.config().to_builder()).build();
+    let store = OrderStore::new(Client::from_conf(conf), db.table.clone());
+    consumer_with(store, env)
+}
+
+/// An id list attribute of an order (`history`, `rejected_events`).
+async fn id_list(db: &TestDb, order_id: &str, attribute: &str) -> Vec<String> {
+    match db
+        .item(order_id)
+        .await
+        .and_then(|i| i.get(attribute).cloned())
+    {
+        Some(AttributeValue::L(l)) => l
+            .into_iter()
+            .map(|v| v.as_s().cloned().expect("eventIds are strings"))
+            .collect(),
+        _ => vec![],
     }
 }
 

@@ -14,7 +14,7 @@ use order_api::event::Scope;
 use order_api::store::ApiStore;
 use order_api::testing::*;
 use orders::testing::proxy::{Fault, FaultProxy};
-use orders::testing::{TestDb, batch_of, client_for, run};
+use orders::testing::{OrdersDb, TestDb, batch_of, client_for, run};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

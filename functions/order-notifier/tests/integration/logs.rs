@@ -1,5 +1,5 @@
 //! What the order notifier writes to its logs, through the functions' own log format
-//! (`bootstrap::json_logs`, captured by the root's harness): no payload
+//! (`bootstrap::json_logs`, captured by the workspace's harness): no payload
 //! data at INFO or above.
 
 use serde_json::json;
@@ -16,10 +16,8 @@ async fn a_failing_webhook_request_is_logged_without_its_url() {
     use order_notifier::NotifierConfig;
     use orders::testing::provider::{Mode, Provider};
 
-    let db = TestDb::new().await;
-    let table = db
-        .extra_table("notifications", order_notifier::store::KEY)
-        .await;
+    let db = TestDb::with_table("notifications-test", order_notifier::store::KEY).await;
+    let table = db.table.clone();
     let provider = Provider::start().await;
     provider.set_mode(Mode::Hang);
     let url = format!("{}?token=SECRET-TOKEN-45", provider.url);
