@@ -165,7 +165,10 @@ invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to FUN
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/invoke.sh $(FUNCTION) $(EVENT)
 
 table: ## Print the orders table of `make local`
-	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) cargo run --quiet --example local_dynamodb scan
+	@# The example is the orders crate's, not a default member's: built
+	@# with the workspace selected (as `make local` builds it), then run.
+	@cargo build --quiet --workspace --example local_dynamodb
+	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) target/debug/examples/local_dynamodb scan
 
 smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: every function under cargo lambda on its sample events, and a function that fails its init
 	@# A free port for each local service (LOCAL_PORTS), set on a sub-make's
