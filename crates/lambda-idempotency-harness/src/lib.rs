@@ -12,9 +12,14 @@
 //!   ([`reliability::harness`]); docs/reliability.md.
 //! - [`captured`]: the functions' own JSON log lines captured in memory.
 //! - [`sample_files`]: a folder of sample SQS events and its scenarios.json.
-//! - [`bench`]: what the functions' benchmarks share (the report, medians).
+//! - [`bench`]: what the functions' benchmarks share (the report, medians);
+//!   [`limits`]: the latency section's lower bound.
+//! - [`demo`]: the demo runner of `make demo` (a server in the process, a
+//!   folder of sample events through a function's handler).
 
 pub mod bench;
 pub mod captured;
+pub mod demo;
+pub mod limits;
 pub mod reliability;
 pub mod sample_files;

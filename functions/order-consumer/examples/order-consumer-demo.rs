@@ -9,16 +9,16 @@
 //! end the orders table. Exits non-zero if any outcome differs. `make demo`
 //! then runs each function's own demo under functions/ (its
 //! `examples/<name>-demo.rs`), on the same shared parts
-//! (`order_consumer::testing::demo`).
+//! (`lambda_idempotency_harness::demo`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_idempotency_harness::demo::{client, deadline, run_scenarios, start_server, unreadable};
 use order_consumer::orders::OrderConfig;
 use order_consumer::orders::event as order_event;
 use order_consumer::orders::store::OrderStore;
-use order_consumer::testing::demo::{client, deadline, run_scenarios, start_server, unreadable};
 
 const TABLE: &str = "orders";
 

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lambda_idempotency::{SqsInput, StrictInput};
+use lambda_idempotency_harness::demo::{client, deadline, start_server};
 use order_notifier::NotifierConfig;
 use orders::OrderConfig;
 use orders::store::OrderStore;
-use orders::testing::demo::{client, deadline, start_server};
 use orders::testing::{provider, stream_records};
 
 const TABLE: &str = "orders";

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use orders::testing::demo::{client, deadline, run_scenarios, start_server, unreadable};
+use lambda_idempotency_harness::demo::{client, deadline, run_scenarios, start_server, unreadable};
 use payment_ledger::LedgerConfig;
 use payment_ledger::event as ledger_event;
 use payment_ledger::store::{ACCOUNT_KEY, ENTRY_KEY};

@@ -19,8 +19,6 @@
 // Test support reports on stderr what it could not clean up.
 #![allow(clippy::print_stderr)]
 
-pub mod demo;
-pub mod limits;
 pub mod tables;
 
 // What is not about orders lives in the library's test-support crate; the

@@ -6,7 +6,7 @@
 //! times the latency.
 
 use super::*;
-use order_consumer::testing::limits::critical_path_round_trips;
+use lambda_idempotency_harness::limits::critical_path_round_trips;
 
 const LATENCIES_MS: [u64; 3] = [1, 5, 20];
 const BATCHES: [usize; 3] = [10, 100, 1_000];

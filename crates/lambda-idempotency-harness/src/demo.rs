@@ -1,5 +1,5 @@
-//! What the functions' demos (`make demo`: examples/demo.rs, and
-//! functions/*/examples/*-demo.rs) share: a DynamoDB-compatible server in
+//! What the functions' demos (`make demo`:
+//! functions/<name>/examples/<name>-demo.rs) share: a DynamoDB-compatible server in
 //! the process, a client for it, and a folder of sample SQS events run
 //! through a function's real handler, each record's outcome printed next to
 //! the one its scenarios.json expects.
@@ -27,7 +27,7 @@ struct Scenario {
 /// endpoint, and what stops the server.
 pub async fn start_server() -> Result<
     (
-        crate::testing::dynoxide::Database,
+        lambda_idempotency_testing::dynoxide::Database,
         String,
         tokio::task::AbortHandle,
     ),
@@ -35,8 +35,8 @@ pub async fn start_server() -> Result<
 > {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let endpoint = format!("http://{}", listener.local_addr()?);
-    let db = crate::testing::dynoxide::Database::memory()?;
-    let server = tokio::spawn(crate::testing::dynoxide::server::serve_on(
+    let db = lambda_idempotency_testing::dynoxide::Database::memory()?;
+    let server = tokio::spawn(lambda_idempotency_testing::dynoxide::server::serve_on(
         listener,
         db.clone(),
     ))
