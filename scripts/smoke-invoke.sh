@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The interactive loop (`make local` + `make invoke`), scripted for CI: the
-# real order-consumer binary under `cargo lambda watch` (which emulates the
+# functions' real binaries under `cargo lambda watch` (which emulates the
 # Lambda Runtime API), a local DynamoDB, and sample events sent with
-# `cargo lambda invoke --data-file`; then each function under functions/
-# under the same watch, by its own functions/<name>/smoke.sh. Their tables,
-# environment and local services come from `make smoke` (LOCAL_TABLES,
-# LOCAL_ENV, LOCAL_SERVICES: the Makefile and functions/*/local.mk). Last, a
-# function that fails its init must make `make invoke` fail at once with its
-# error. Everything it starts it stops, by PID.
+# `cargo lambda invoke --data-file`, each function under functions/ by its
+# own functions/<name>/smoke.sh (the order consumer's also checks that a
+# function that fails its init makes `make invoke` fail at once with its
+# error). Their tables, environment and local services come from `make
+# smoke` (LOCAL_TABLES, LOCAL_ENV, LOCAL_SERVICES: the Makefile and
+# functions/*/local.mk). Everything it starts it stops, by PID.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -77,60 +77,13 @@ make_ready() {
   done
   fail "$1 did not answer within 2 minutes"
 }
-make_ready order-consumer
-
-out=$(invoke events/01-happy-path.json) || fail "invoke 01"
-echo "01-happy-path   -> $out"
-[[ "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["batchItemFailures"]))' <<<"$out")" == 0 ]] \
-  || fail "happy path reported failures"
-
-early_id=$(python3 -c 'import json; print(json.load(open("events/04-early-event.json"))["Records"][0]["messageId"])')
-out=$(invoke events/04-early-event.json) || fail "invoke 04"
-echo "04-early-event  -> $out"
-grep -q "$early_id" <<<"$out" || fail "early event not in batchItemFailures"
-
-table=$(DYNAMODB_PORT=$DDB_PORT TABLE_NAME=orders target/debug/examples/local_dynamodb scan)
-echo "$table"
-grep -qE '^ord-1001 +DELIVERED +4 ' <<<"$table" || fail "ord-1001 is not DELIVERED at seq 4"
-grep -q '"Applied":4' "$LOG/watch.log" || fail "no EMF metrics line with Applied=4 in the function's output"
-echo "smoke: the binary under cargo lambda applied the happy path, returned the early event, and emitted EMF"
 
 # ---- each function's own part, under the same watch (functions/*/smoke.sh,
-# sourced: they use invoke, make_ready, fail, LOG, DDB_PORT and INVOKE_PORT) ----
+# sourced: they use invoke, make_ready, fail, free_port, pids, LOG, DDB_PORT
+# and INVOKE_PORT) ----
 for part in functions/*/smoke.sh; do
   [[ -f "$part" ]] || continue
   # shellcheck source=/dev/null
   source "$part"
 done
 
-# ---- a function that fails its init: `make invoke` fails at once, with the
-# error, on the first invoke and on every later one (cargo lambda watch
-# answers only the first: it does not start an exited function again, and
-# the invokes after it waited for ever). A second watch, without TABLE_NAME.
-BROKEN_PORT=$(free_port)
-: >"$LOG/broken.log"
-# shellcheck disable=SC2086
-env ${LOCAL_ENV:-} AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT AWS_REGION=us-east-1 \
-AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
-  cargo lambda watch --invoke-port "$BROKEN_PORT" --ignore-changes --timeout 30 >>"$LOG/broken.log" 2>&1 &
-pids+=($!)
-broken_invoke() { # bounded: a hang is the failure this looks for
-  INVOKE_PORT=$BROKEN_PORT WATCH_LOG="$LOG/broken.log" ANSWER="$LOG/broken-answer.json" \
-    timeout 90 bash scripts/invoke.sh order-consumer events/01-happy-path.json 2>&1
-}
-# The first invoke may wait for the watch's port and its `cargo run`.
-for _ in $(seq 1 30); do
-  out=$(broken_invoke) && fail "make invoke of a function without TABLE_NAME succeeded: $out"
-  grep -q 'TABLE_NAME' <<<"$out" && break
-  sleep 2
-done
-echo "init failure, 1st invoke -> $out"
-grep -q 'TABLE_NAME' <<<"$out" || fail "make invoke did not show the init error naming TABLE_NAME: $out"
-for n in 2 3; do
-  started=$SECONDS
-  out=$(broken_invoke) && fail "invoke $n of a function that failed its init succeeded: $out"
-  echo "init failure, invoke $n  -> ($((SECONDS - started)) s) $out"
-  (( SECONDS - started < 10 )) || fail "invoke $n of a function that failed its init took $((SECONDS - started)) s (it must fail at once)"
-  grep -q 'TABLE_NAME' <<<"$out" || fail "invoke $n did not show the init error naming TABLE_NAME: $out"
-done
-echo "smoke: make invoke of a function that failed its init failed at once with its error, every time"

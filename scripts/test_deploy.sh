@@ -97,12 +97,12 @@ switches=()
 if [[ -n "$listed" ]]; then mapfile -t switches <<<"$listed"; fi
 # What the deploy lists when every function is on except those named.
 deployed_without() {  # name...
-  local out="functions deployed: order-consumer" sw name
+  local out="" sw name
   for sw in ${switches[@]+"${switches[@]}"}; do
     name=${sw#* }
-    [[ " $* " == *" $name "* ]] || out+=", $name"
+    [[ " $* " == *" $name "* ]] || out+="${out:+, }$name"
   done
-  printf '%s\n' "$out"
+  printf 'functions deployed: %s\n' "${out:-none}"
 }
 
 want_out="$(deployed_without)" run_case first-deploy 0 "$B Architecture=arm64
@@ -134,15 +134,15 @@ later() {  # name, rc, calls, samconfig, env...
 later later-deploy 0 "$B Architecture=x86_64
 sam deploy" "$GOOD"
 
-# Every function off, saved in samconfig.toml: only the order consumer is
-# deployed, and nothing names another function (nor, so, what it needs:
-# the order notifier's SSM parameter).
+# Every function off (the order consumer too), saved in samconfig.toml:
+# none is deployed, and nothing names one (nor, so, what it needs: the
+# order notifier's SSM parameter).
 all_off='' not_names=''
 for sw in ${switches[@]+"${switches[@]}"}; do
   all_off+="${sw%% *}=\\\"false\\\" "
   not_names+="${sw#* }"$'\n'
 done
-want_out='functions deployed: order-consumer' not_out="$not_names" later later-deploy-all-off 0 "$B Architecture=arm64
+want_out='functions deployed: none' not_out="$not_names" later later-deploy-all-off 0 "$B Architecture=arm64
 sam deploy" "version = 0.1\n[default.deploy.parameters]\nstack_name = \"s\"\nparameter_overrides = \"${all_off% }\"\n"
 # Receives whose delays could outlast the source queue's retention: the
 # message would expire instead of reaching the DLQ.

@@ -149,6 +149,7 @@ def resolve_conditions(cfn: dict[str, Any], given: dict[str, str]) -> dict[str, 
             return {"Fn::If": [cond] + [{"Ref": "AWS::NoValue"} if b is _NO_VALUE else b for b in branches]}
         return {k: y for k, y in ((k, sub(v)) for k, v in node.items()) if y is not _NO_VALUE}
 
+    used_before = _used_conditions(cfn)
     for section in ("Resources", "Outputs"):
         kept = {}
         for lid, body in (cfn.get(section) or {}).items():
@@ -163,6 +164,15 @@ def resolve_conditions(cfn: dict[str, Any], given: dict[str, str]) -> dict[str, 
     # A resolved condition that an unresolved one still refers to would have
     # to stay, as a constant; this template has none, so refuse, not guess.
     remaining = {k: v for k, v in conditions.items() if k not in resolved}
+    # A condition only the removed resources used (the order queue's IsFifo
+    # once the order consumer is out) goes with them: left alone, cfn-lint
+    # would warn that it is not used (W8001). One nothing used before stays.
+    while True:
+        cfn["Conditions"] = remaining
+        unused = {k for k in remaining if k in used_before and k not in _used_conditions(cfn)}
+        if not unused:
+            break
+        remaining = {k: v for k, v in remaining.items() if k not in unused}
     for name in resolved:
         used = any(name in _condition_names(v) for v in remaining.values())
         if used:
@@ -172,6 +182,35 @@ def resolve_conditions(cfn: dict[str, Any], given: dict[str, str]) -> dict[str, 
     else:
         cfn.pop("Conditions", None)
     return resolved
+
+
+def _used_conditions(cfn: dict[str, Any]) -> set[str]:
+    """The conditions something refers to: a resource's or output's
+    `Condition`, an `Fn::If`, or another condition that is itself used."""
+
+    def names(node: Any) -> set[str]:
+        out: set[str] = set()
+        if isinstance(node, list):
+            for x in node:
+                out |= names(x)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                if k == "Fn::If" and isinstance(v, list) and v and isinstance(v[0], str):
+                    out.add(v[0])
+                if k == "Condition" and isinstance(v, str):
+                    out.add(v)
+                out |= names(v)
+        return out
+
+    conditions = cfn.get("Conditions") or {}
+    used = names([cfn.get(s) or {} for s in ("Resources", "Outputs", "Rules", "Globals")])
+    todo = list(used)
+    while todo:
+        spec = conditions.get(todo.pop())
+        for n in names(spec) - used:
+            used.add(n)
+            todo.append(n)
+    return used
 
 
 def _condition_names(node: Any) -> set[str]:

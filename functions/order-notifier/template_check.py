@@ -1,7 +1,7 @@
 """What template.yaml must hold for order-notifier: its entry in the template
 checks (scripts/check_template.py loads every functions/*/template_check.py),
 kept in this folder so that deleting the folder deletes its expectations too.
-The keys are described above `ORDER_CONSUMER` in scripts/check_template.py.
+The keys are described above `STACK_OWNS` in scripts/check_template.py.
 
 Fed by the orders table's stream, not by a queue: its checks are the
 stream's (bisect, bounded retries, an on-failure destination).

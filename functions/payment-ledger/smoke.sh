@@ -4,7 +4,7 @@
 # shellcheck shell=bash
 
 # ---- make invoke FUNCTION=payment-ledger: another function of the same watch ----
-# Its first invoke compiles and starts it (as for order-consumer above).
+# Its first invoke compiles and starts it (as for every function here).
 make_ready payment-ledger
 out=$(invoke functions/payment-ledger/events/01-captures.json payment-ledger) || fail "invoke payment-ledger"
 printf '%s' "$out" > "$LOG/answer.json"

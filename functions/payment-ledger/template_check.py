@@ -1,7 +1,7 @@
 """What template.yaml must hold for payment-ledger: its entry in the template
 checks (scripts/check_template.py loads every functions/*/template_check.py),
 kept in this folder so that deleting the folder deletes its expectations too.
-The keys are described above `ORDER_CONSUMER` in scripts/check_template.py.
+The keys are described above `STACK_OWNS` in scripts/check_template.py.
 """
 
 # The logical id of the function in template.yaml.

@@ -9,6 +9,9 @@
 //!   dynoxide), or any endpoint named by `AWS_ENDPOINT_URL_DYNAMODB`;
 //!   clients, unique table names, a request counter.
 //! - [`tables`]: tables created as a template would create them.
+//! - [`test_db`]: [`TestDb`], a test's own tables on its own local
+//!   DynamoDB (or `AWS_ENDPOINT_URL_DYNAMODB`): the one fixture consumers'
+//!   tests build on.
 //! - [`sqs`]: SQS records and batches exactly as Lambda delivers them.
 //! - [`stream_records`]: DynamoDB stream records.
 //! - [`kinesis`] (feature `kinesis`): Kinesis Data Streams records and
@@ -50,6 +53,7 @@ pub mod sqs;
 pub mod sqs_endpoint;
 pub mod stream_records;
 pub mod tables;
+pub mod test_db;
 
 #[cfg(feature = "http")]
 pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest};
@@ -61,6 +65,7 @@ pub use sqs::{batch, batch_of, failed_ids, far_deadline, fifo_record, record};
 #[cfg(feature = "idempotency")]
 pub use tables::create_idempotency_table;
 pub use tables::{create_streamed_table, create_table};
+pub use test_db::TestDb;
 
 /// The lambda_http crate whose `Request` [`HttpApiRequest`] builds (its
 /// `http::Method`), for a test that does not depend on it itself.

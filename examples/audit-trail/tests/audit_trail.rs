@@ -6,39 +6,32 @@
 use std::time::Duration;
 
 use audit_trail::{AuditHandler, AuditOutcome, NAME};
-use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency::{Function, KinesisMessage, Settings, SqsMessage, Verdict};
 use lambda_idempotency_testing::kinesis::{self, sequence_number as seq};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
 use lambda_idempotency_testing::{
-    assert_labels_cover_variants, batch, client_for, create_table, far_deadline, record,
-    start_dynoxide, unique_name,
+    TestDb, assert_labels_cover_variants, batch, far_deadline, record,
 };
 use serde_json::{Value, json};
 
-/// A local DynamoDB with an empty audit table.
-struct Db {
-    endpoint: String,
-    client: aws_sdk_dynamodb::Client,
-    table: String,
+/// The one test fixture of lambda-idempotency-testing, [`TestDb`]: a local
+/// DynamoDB (or `AWS_ENDPOINT_URL_DYNAMODB`) with an empty audit table
+/// (hash key `event_id`); [`Audit`] is what these tests do with it.
+async fn audit_db() -> TestDb {
+    TestDb::with_table("audit", "event_id").await
 }
 
-impl Db {
-    async fn new() -> Self {
-        let endpoint = start_dynoxide().await;
-        let client = client_for(&endpoint);
-        let table = unique_name("audit");
-        create_table(&client, &table, "event_id")
-            .await
-            .expect("create table");
-        Db {
-            endpoint,
-            client,
-            table,
-        }
-    }
+/// The audit trail's function over the fixture's table, and its readers.
+trait Audit {
+    fn function<R>(&self) -> Function<AuditHandler<R>>
+    where
+        AuditHandler<R>: lambda_idempotency::Handler;
+    async fn recorded(&self, event_id: &str) -> bool;
+    async fn invoke_binary(&self, source: &str, event: &Value) -> Value;
+}
 
+impl Audit for TestDb {
     /// The same function for records of either source.
     fn function<R>(&self) -> Function<AuditHandler<R>>
     where
@@ -56,23 +49,14 @@ impl Db {
 
     /// Is the event recorded?
     async fn recorded(&self, event_id: &str) -> bool {
-        self.client
-            .get_item()
-            .table_name(&self.table)
-            .key("event_id", AttributeValue::S(event_id.into()))
-            .consistent_read(true)
-            .send()
-            .await
-            .expect("GetItem")
-            .item
-            .is_some()
+        self.get("event_id", event_id).await.is_some()
     }
 
     /// Run the real binary on `source`, hand it `event`, return its answer.
     async fn invoke_binary(&self, source: &str, event: &Value) -> Value {
         let api = RuntimeApi::start().await;
         let mut child = binary(&api, source)
-            .env("AWS_ENDPOINT_URL_DYNAMODB", &self.endpoint)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", self.endpoint())
             .env("TABLE_NAME", &self.table)
             .spawn()
             .expect("spawn the audit-trail binary");
@@ -129,7 +113,7 @@ fn labels_cover_every_verdict() {
 /// and again on SQS is recorded once.
 #[tokio::test]
 async fn the_same_handler_records_each_event_once_on_either_source() {
-    let db = Db::new().await;
+    let db = audit_db().await;
     let on_kinesis = db.function::<KinesisMessage>();
     let stream = kinesis::batch(vec![
         kinesis::record(&seq(1), "acc-1", audit("e-1", "acc-1").as_bytes()),
@@ -158,7 +142,7 @@ async fn the_same_handler_records_each_event_once_on_either_source() {
 /// sequence number, so the lowest, where Lambda resumes the shard.
 #[tokio::test]
 async fn the_binary_on_kinesis_answers_by_sequence_number() {
-    let db = Db::new().await;
+    let db = audit_db().await;
     let event = kinesis::event(vec![
         kinesis::record(&seq(1), "acc-1", audit("e-1", "acc-1").as_bytes()),
         kinesis::record(&seq(2), "acc-2", audit("e-2", "acc-2").as_bytes()),
@@ -185,7 +169,7 @@ async fn the_binary_on_kinesis_answers_by_sequence_number() {
 /// records not held back behind a bad one.
 #[tokio::test]
 async fn the_binary_on_sqs_answers_by_message_id() {
-    let db = Db::new().await;
+    let db = audit_db().await;
     let event = batch(vec![
         record("m-0", &audit("e-1", "acc-1")),
         record("m-1", "{not json"),

@@ -7,40 +7,34 @@ use std::time::Duration;
 use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency_testing::provider::{Mode, Provider};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
-use lambda_idempotency_testing::{client_for, create_table, scan_all, start_dynoxide, unique_name};
+use lambda_idempotency_testing::{TestDb, scan_all};
 use serde_json::{Value, json};
 
-/// One execution environment: the binary, its emulator, a table, a provider.
+/// One execution environment: the binary, its emulator, a table (the one
+/// test fixture, [`TestDb`]), a provider.
 struct Env {
     api: RuntimeApi,
     child: tokio::process::Child,
-    client: aws_sdk_dynamodb::Client,
-    table: String,
+    db: TestDb,
     provider: Provider,
 }
 
 impl Env {
     async fn start() -> Env {
-        let endpoint = start_dynoxide().await;
-        let client = client_for(&endpoint);
-        let table = unique_name("charges");
-        create_table(&client, &table, "id")
-            .await
-            .expect("create table");
+        let db = TestDb::with_table("charges", "id").await;
         let provider = Provider::start().await;
         let api = RuntimeApi::start().await;
         let child = api
             .command(env!("CARGO_BIN_EXE_idempotent-function"), "charge")
-            .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
-            .env("TABLE_NAME", &table)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", db.endpoint())
+            .env("TABLE_NAME", &db.table)
             .env("PROVIDER_URL", &provider.url)
             .spawn()
             .expect("spawn the idempotent-function binary");
         Env {
             api,
             child,
-            client,
-            table,
+            db,
             provider,
         }
     }
@@ -143,7 +137,7 @@ async fn the_lease_is_the_invocations_deadline() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let records = scan_all(&env.client, &env.table).await;
+    let records = scan_all(&env.db.client, &env.db.table).await;
     assert_eq!(records.len(), 1);
     let lease = records[0]["lease_until"].as_n().expect("a number");
     assert_eq!(lease, &deadline_ms.to_string());

@@ -10,33 +10,25 @@ use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency::{Function, Settings, SqsEvent, StoreError, Verdict};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
 use lambda_idempotency_testing::{
-    assert_labels_cover_variants, batch, client_for, create_table, far_deadline, record,
-    start_dynoxide, unique_name,
+    TestDb, assert_labels_cover_variants, batch, far_deadline, record,
 };
 use reservations::{Kind, NAME, ReservationHandler, ReservationOutcome, classify};
 
-/// A local DynamoDB with an empty reservations table.
-struct Db {
-    endpoint: String,
-    client: aws_sdk_dynamodb::Client,
-    table: String,
+/// The one test fixture of lambda-idempotency-testing, [`TestDb`]: a local
+/// DynamoDB (or `AWS_ENDPOINT_URL_DYNAMODB`) with an empty reservations
+/// table (hash key `reservation_id`); [`Reservations`] is what these tests
+/// do with it.
+async fn reservations_db() -> TestDb {
+    TestDb::with_table("reservations", "reservation_id").await
 }
 
-impl Db {
-    async fn new() -> Self {
-        let endpoint = start_dynoxide().await;
-        let client = client_for(&endpoint);
-        let table = unique_name("reservations");
-        create_table(&client, &table, "reservation_id")
-            .await
-            .expect("create table");
-        Db {
-            endpoint,
-            client,
-            table,
-        }
-    }
+/// The reservations consumer over the fixture's table, and its readers.
+trait Reservations {
+    fn function(&self) -> Function<ReservationHandler>;
+    async fn attribute(&self, id: &str, key: &str) -> Option<String>;
+}
 
+impl Reservations for TestDb {
     fn function(&self) -> Function<ReservationHandler> {
         let settings =
             Settings::from_lookup(&|_| None, NAME, "reservations").expect("default settings");
@@ -51,16 +43,7 @@ impl Db {
 
     /// The stored reservation's attribute `key`, as text.
     async fn attribute(&self, id: &str, key: &str) -> Option<String> {
-        let item = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("reservation_id", AttributeValue::S(id.into()))
-            .consistent_read(true)
-            .send()
-            .await
-            .expect("GetItem")
-            .item?;
+        let item = self.get("reservation_id", id).await?;
         match item.get(key)? {
             AttributeValue::S(v) | AttributeValue::N(v) => Some(v.clone()),
             _ => None,
@@ -113,7 +96,7 @@ fn labels_cover_every_verdict() {
 
 #[tokio::test]
 async fn each_event_applies_once_in_its_turn() {
-    let db = Db::new().await;
+    let db = reservations_db().await;
     let f = db.function();
     let confirm = other("r-1", "ReservationConfirmed");
     assert_eq!(
@@ -165,11 +148,11 @@ fn a_refusal_is_read_from_the_stored_status() {
 /// out. The early confirmation goes back; the request is written.
 #[tokio::test]
 async fn the_binary_answers_a_batch_under_the_runtime_api() {
-    let db = Db::new().await;
+    let db = reservations_db().await;
     let api = RuntimeApi::start().await;
     let mut child = api
         .command(env!("CARGO_BIN_EXE_reservations"), "reservations")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", &db.endpoint)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", db.endpoint())
         .env("TABLE_NAME", &db.table)
         // No SQS here: returned messages keep the queue's timeout.
         .env("RETRY_BACKOFF", "off")

@@ -4,12 +4,11 @@
 //! `make bench` after the root's benchmark. A benchmark, not a test: it
 //! asserts only that the work it timed was the work intended.
 
-use order_consumer::testing::*;
+use orders::testing::*;
 use std::time::Instant;
 
-#[path = "../../../benches/support/common.rs"]
-mod common;
 use common::*;
+use lambda_idempotency_harness::bench as common;
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()

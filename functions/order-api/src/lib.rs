@@ -61,8 +61,8 @@ use lambda_idempotency::metrics::{self, OutcomeCounts};
 use lambda_idempotency::time::{epoch_ms, rfc3339};
 use lambda_idempotency::wire::{Id, Timestamp};
 use lambda_idempotency::{ColdStart, invocation_span};
-use order_consumer::orders::domain::OrderView;
-use order_consumer::orders::event::{OrderEvent, Payload, Seq};
+use orders::domain::OrderView;
+use orders::event::{OrderEvent, Payload, Seq};
 use store::ApiStore;
 
 /// `METRICS_NAMESPACE` when unset.

@@ -5,7 +5,7 @@
 use lambda_idempotency::bootstrap;
 use order_api::store::ApiStore;
 use order_api::{ApiConfig, OrderApi};
-use order_consumer::orders::store::OrderStore;
+use orders::store::OrderStore;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {

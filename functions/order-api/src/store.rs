@@ -20,8 +20,8 @@ use lambda_idempotency::dynamo::{Item, number, string};
 use lambda_idempotency::idempotency::{
     Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, TransactError,
 };
-use order_consumer::orders::event::OrderEvent;
-use order_consumer::orders::store::OrderStore;
+use orders::event::OrderEvent;
+use orders::store::OrderStore;
 
 /// The idempotency table's hash key.
 pub const KEY: &str = "idempotency_key";

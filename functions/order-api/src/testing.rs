@@ -14,11 +14,12 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::time::epoch_ms;
-use order_consumer::testing::{
-    HttpApiCaller, HttpApiRequest, RequestCounter, TestDb, create_table, scan_all,
+use orders::testing::{
+    HttpApiCaller, HttpApiRequest, OrdersDb, RequestCounter, TestDb, create_table, scan_all,
 };
 
-/// A [`TestDb`] (the orders table) with an idempotency table beside it.
+/// The one test fixture, [`TestDb`], on the orders table ([`OrdersDb`]),
+/// with the idempotency table beside it.
 pub struct ApiDb {
     /// The orders table and its client.
     pub db: TestDb,
@@ -67,10 +68,7 @@ impl ApiDb {
         env: &[(&str, &str)],
     ) -> OrderApi {
         let config = self.config(env);
-        let orders = order_consumer::orders::store::OrderStore::new(
-            client.clone(),
-            config.table_name.clone(),
-        );
+        let orders = orders::store::OrderStore::new(client.clone(), config.table_name.clone());
         let store = ApiStore::new(client, config.idempotency_table.clone(), orders)
             .expect("a valid idempotency table name");
         OrderApi::new(store, &config)

@@ -5,13 +5,12 @@
 //! `make bench` after the root's benchmark. A benchmark, not a test: it
 //! asserts only that the work it timed was the work intended.
 
-use order_consumer::testing::*;
+use orders::testing::*;
 use serde_json::Value;
 use std::time::Instant;
 
-#[path = "../../../benches/support/common.rs"]
-mod common;
 use common::*;
+use lambda_idempotency_harness::bench as common;
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -45,9 +44,9 @@ fn stream_record(seq: u64, order: &str, old: Option<&str>, new: Option<&str>) ->
 
 async fn figures(r: &mut Report) {
     use aws_lambda_events::event::dynamodb::Event as StreamEvent;
-    use order_consumer::testing::provider::Provider;
     use order_notifier::NotifierConfig;
     use order_notifier::store::KEY;
+    use orders::testing::provider::Provider;
     const N: usize = 1_000;
     r.line(format!(
         "\n### The order notifier: {N} stream records in one batch, one order each, against a local webhook provider (median of {RUNS} runs)\n"

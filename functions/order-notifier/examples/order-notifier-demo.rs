@@ -10,11 +10,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lambda_idempotency::{SqsInput, StrictInput};
-use order_consumer::orders::OrderConfig;
-use order_consumer::orders::store::OrderStore;
-use order_consumer::testing::demo::{client, deadline, start_server};
-use order_consumer::testing::{provider, stream_records};
+use lambda_idempotency_harness::demo::{client, deadline, start_server};
 use order_notifier::NotifierConfig;
+use orders::OrderConfig;
+use orders::store::OrderStore;
+use orders::testing::{provider, stream_records};
 
 const TABLE: &str = "orders";
 const NOTIFICATIONS: &str = "notifications";
@@ -27,10 +27,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (db, endpoint, server) = start_server().await?;
     let client = client(&endpoint);
     // With its stream, as in template.yaml.
-    order_consumer::testing::create_streamed_orders_table(&client, TABLE).await?;
+    orders::testing::create_streamed_orders_table(&client, TABLE).await?;
     let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| TABLE.to_owned()))?;
-    let consumer =
-        order_consumer::orders::function(OrderStore::new(client.clone(), TABLE), config)?;
+    let consumer = orders::function(OrderStore::new(client.clone(), TABLE), config)?;
     // The order consumer's sample events (their outcomes are the root
     // demo's to show): here they only write the orders and so the stream.
     let events = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events");
@@ -70,10 +69,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// exactly once.
 async fn notify(
     client: &aws_sdk_dynamodb::Client,
-    db: &order_consumer::testing::dynoxide::Database,
+    db: &orders::testing::dynoxide::Database,
 ) -> Result<usize, Box<dyn std::error::Error>> {
-    order_consumer::testing::create_table(client, NOTIFICATIONS, order_notifier::store::KEY)
-        .await?;
+    orders::testing::create_table(client, NOTIFICATIONS, order_notifier::store::KEY).await?;
     let provider = provider::Provider::start().await;
     let config = NotifierConfig::from_lookup(|k| match k {
         "NOTIFICATIONS_TABLE" => Some(NOTIFICATIONS.to_owned()),

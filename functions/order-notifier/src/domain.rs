@@ -11,7 +11,7 @@ use tracing::Level;
 use lambda_idempotency::StoreError;
 use lambda_idempotency::wire::{MAX_ID_BYTES, ParseError};
 use lambda_idempotency::{Failure, Skip, Verdict};
-use order_consumer::orders::domain::Status;
+use orders::domain::Status;
 
 /// The notifications customers get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

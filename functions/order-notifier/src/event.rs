@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::domain::{Change, Unreadable};
 use lambda_idempotency::wire::ParseError;
-use order_consumer::orders::domain::Status;
+use orders::domain::Status;
 
 /// The image fields the notifier reads.
 #[derive(Deserialize, Default)]

@@ -65,7 +65,7 @@ use lambda_idempotency::time::{epoch_ms, unique_id};
 use lambda_idempotency::wire::ParseError;
 use lambda_idempotency::{BatchContext, Handler};
 use lambda_idempotency::{BuildError, Function};
-use order_consumer::orders::domain::Status;
+use orders::domain::Status;
 use store::{Claim, Finish, NotificationStore};
 use webhook::{Delivery, REFUSAL_REASON, Webhook};
 

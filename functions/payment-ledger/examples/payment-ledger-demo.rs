@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use order_consumer::testing::demo::{client, deadline, run_scenarios, start_server, unreadable};
+use lambda_idempotency_harness::demo::{client, deadline, run_scenarios, start_server, unreadable};
 use payment_ledger::LedgerConfig;
 use payment_ledger::event as ledger_event;
 use payment_ledger::store::{ACCOUNT_KEY, ENTRY_KEY};
@@ -22,8 +22,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n==== the payment ledger: one TransactWriteItems per event ====\n");
     let (_db, endpoint, server) = start_server().await?;
     let client = client(&endpoint);
-    order_consumer::testing::create_table(&client, LEDGER, ENTRY_KEY).await?;
-    order_consumer::testing::create_table(&client, ACCOUNTS, ACCOUNT_KEY).await?;
+    orders::testing::create_table(&client, LEDGER, ENTRY_KEY).await?;
+    orders::testing::create_table(&client, ACCOUNTS, ACCOUNT_KEY).await?;
     println!("created tables `{LEDGER}` and `{ACCOUNTS}`\n");
     let ledger_config = LedgerConfig::from_lookup(|k| match k {
         "LEDGER_TABLE" => Some(LEDGER.to_owned()),

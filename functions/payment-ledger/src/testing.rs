@@ -9,11 +9,12 @@ use crate::{LedgerConfig, LedgerFunction};
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::RecordOutcome;
-use order_consumer::testing::{TestDb, create_table, failed_ids, far_deadline, s, scan_all};
+use orders::testing::{TestDb, failed_ids, far_deadline, s, scan_all};
 use serde_json::{Value, json};
 
-/// The payment ledger's two tables, next to a [`TestDb`] (same endpoint,
-/// unique names, deleted at the end on an external endpoint).
+/// The payment ledger's two tables on the one test fixture, [`TestDb`]
+/// (its main table is the ledger, the accounts table beside it: same
+/// endpoint, unique names, deleted at the end on an external endpoint).
 pub struct LedgerDb {
     pub db: TestDb,
     pub ledger_table: String,
@@ -22,18 +23,9 @@ pub struct LedgerDb {
 
 impl LedgerDb {
     pub async fn new() -> Self {
-        let db = TestDb::new().await;
-        let ledger_table = format!("{}-ledger", db.table);
-        let accounts_table = format!("{}-accounts", db.table);
-        create_table(&db.client, &ledger_table, ENTRY_KEY)
-            .await
-            .expect("create ledger table");
-        create_table(&db.client, &accounts_table, ACCOUNT_KEY)
-            .await
-            .expect("create accounts table");
-        // Deleted with the test's own tables on an external endpoint.
-        db.track_table(&ledger_table);
-        db.track_table(&accounts_table);
+        let db = TestDb::with_table("ledger-test", ENTRY_KEY).await;
+        let ledger_table = db.table.clone();
+        let accounts_table = db.extra_table("accounts", ACCOUNT_KEY).await;
         LedgerDb {
             db,
             ledger_table,

@@ -13,8 +13,8 @@ use order_api::domain::{fingerprint, owner_of, record_key};
 use order_api::event::Scope;
 use order_api::store::ApiStore;
 use order_api::testing::*;
-use order_consumer::testing::proxy::{Fault, FaultProxy};
-use order_consumer::testing::{TestDb, batch_of, client_for, run};
+use orders::testing::proxy::{Fault, FaultProxy};
+use orders::testing::{OrdersDb, TestDb, batch_of, client_for, run};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -67,7 +67,7 @@ async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
     let expires = header(&r, "idempotency-expires").expect("expiry header");
     let stored = t.records().await;
     assert_eq!(stored.len(), 1);
-    let exp: u64 = order_consumer::testing::s(&stored[0], "expires_at")
+    let exp: u64 = orders::testing::s(&stored[0], "expires_at")
         .parse()
         .unwrap();
     assert!((before + 86_400..=before + 86_402).contains(&exp), "{exp}");
@@ -84,16 +84,13 @@ async fn a_first_post_is_201_and_its_order_is_the_consumers_order_placed() {
         "data": {"customerId": "cust-1", "amount": 150000, "currency": "INR"}});
     let other = TestDb::new().await;
     let (report, failed) = run(&other.consumer(), &batch_of(&[placed])).await;
-    let labels = order_consumer::testing::labels(&report);
+    let labels = orders::testing::labels(&report);
     assert_eq!((labels, failed.len()), (vec!["Applied"], 0));
     let by_consumer = other.item(&id).await.expect("consumer's item");
     let by_api = t.db.item(&id).await.expect("API's item");
     // The API's item is the consumer's plus `owner`: the hash of the
     // caller's principal, never the principal itself (issue 27).
-    assert_eq!(
-        order_consumer::testing::s(&by_api, "owner"),
-        owner_of(&alice())
-    );
+    assert_eq!(orders::testing::s(&by_api, "owner"), owner_of(&alice()));
     assert!(!format!("{by_api:?}").contains("alice"));
     assert_eq!(
         without(by_api, &["updated_at", "owner"]),
@@ -118,9 +115,9 @@ async fn the_rest_of_the_lifecycle_arrives_through_sqs_unchanged() {
     assert_eq!(shown["createdAt"], json_of(&r)["createdAt"]);
 
     // OrderPaid, seq 2, through the order consumer.
-    let paid = order_consumer::testing::body(&id, 2, "OrderPaid", "e-paid");
+    let paid = orders::testing::body(&id, 2, "OrderPaid", "e-paid");
     let (report, failed) = run(&t.db.consumer(), &batch_of(&[paid])).await;
-    let labels = order_consumer::testing::labels(&report);
+    let labels = orders::testing::labels(&report);
     assert_eq!((labels, failed.len()), (vec!["Applied"], 0));
     let shown = json_of(&send(&api, get(&id, &ALICE)).await);
     assert_eq!(shown["status"], "PAID");
@@ -136,7 +133,7 @@ async fn the_rest_of_the_lifecycle_arrives_through_sqs_unchanged() {
 async fn the_same_key_and_body_replays_the_stored_response_byte_for_byte() {
     let t = ApiDb::new().await;
     let (api, requests) = {
-        let counter = order_consumer::testing::RequestCounter::default();
+        let counter = orders::testing::RequestCounter::default();
         let conf =
             t.db.client
                 .config()
@@ -314,8 +311,8 @@ async fn a_request_in_flight_is_409_until_its_lease_ends_at_its_deadline() {
     let late = order_api::domain::StoredResponse::new(201)
         .header("location", "/orders/x")
         .text("{}");
-    let ev = order_consumer::orders::event::parse_body(Some(
-        &order_consumer::testing::body("late", 1, "OrderPlaced", "late").to_string(),
+    let ev = orders::event::parse_body(Some(
+        &orders::testing::body("late", 1, "OrderPlaced", "late").to_string(),
     ))
     .unwrap();
     assert!(
@@ -519,13 +516,13 @@ async fn an_order_is_shown_only_to_the_caller_who_placed_it() {
     .await;
     assert!(is_problem(&r, 404), "{}", text(&r));
     // An order placed through SQS was placed by no caller of the API.
-    let placed = order_consumer::testing::body("ord-by-sqs", 1, "OrderPlaced", "e-sqs");
+    let placed = orders::testing::body("ord-by-sqs", 1, "OrderPlaced", "e-sqs");
     let (_, failed) = run(&t.db.consumer(), &batch_of(&[placed])).await;
     assert!(failed.is_empty());
     let r = send(&api, get("ord-by-sqs", &ALICE)).await;
     assert!(is_problem(&r, 404), "{}", text(&r));
     // The owner mark survives the order's later events.
-    let paid = order_consumer::testing::body(&id, 2, "OrderPaid", "e-paid");
+    let paid = orders::testing::body(&id, 2, "OrderPaid", "e-paid");
     let (_, failed) = run(&t.db.consumer(), &batch_of(&[paid])).await;
     assert!(failed.is_empty());
     let shown = json_of(&send(&api, get(&id, &ALICE)).await);
@@ -585,8 +582,8 @@ async fn ids_with_spaces_and_non_ascii_are_read_through_their_percent_encoded_pa
     // API's own write (the API itself only makes `ord_<hex>` ids).
     let ids = ["ord 1", "заказ-1", "ord%201", "ord/1?x#y"];
     for (i, id) in ids.iter().enumerate() {
-        let ev = order_consumer::orders::event::parse_body(Some(
-            &order_consumer::testing::body(id, 1, "OrderPlaced", &format!("e-{i}")).to_string(),
+        let ev = orders::event::parse_body(Some(
+            &orders::testing::body(id, 1, "OrderPlaced", &format!("e-{i}")).to_string(),
         ))
         .unwrap();
         let key = format!("k-{i}");
@@ -880,8 +877,8 @@ async fn a_commit_without_our_token_is_answered_by_the_sdks_own() {
         now_ms: now,
     };
     assert_eq!(store.idempotency().claim(&claim).await, Ok(Claimed::Held));
-    let ev = order_consumer::orders::event::parse_body(Some(
-        &order_consumer::testing::body("ord-own", 1, "OrderPlaced", "ord-own-placed").to_string(),
+    let ev = orders::event::parse_body(Some(
+        &orders::testing::body("ord-own", 1, "OrderPlaced", "ord-own-placed").to_string(),
     ))
     .unwrap();
     let response = order_api::domain::StoredResponse::new(201)
@@ -998,7 +995,7 @@ async fn the_layer_keys_and_writes_records_as_the_previous_build_did() {
     assert_eq!(r.status(), 201, "{}", text(&r));
     let records = t.records().await;
     assert_eq!(records.len(), 1);
-    let s = |k: &str| order_consumer::testing::s(&records[0], k);
+    let s = |k: &str| orders::testing::s(&records[0], k);
     assert_eq!(
         (s("idempotency_key"), s("fingerprint"), s("status")),
         (

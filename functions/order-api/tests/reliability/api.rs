@@ -24,9 +24,9 @@ use crate::function::{Function, InvokeResult, LambdaEnv};
 use crate::harness::Harness;
 use order_api::testing::create_idempotency_table;
 use order_api::testing::{ALICE, Caller, event, order_body};
-use order_consumer::testing::proxy::Fault;
-use order_consumer::testing::rng::Rng;
-use order_consumer::testing::scan_all;
+use orders::testing::proxy::Fault;
+use orders::testing::rng::Rng;
+use orders::testing::scan_all;
 
 /// Long enough for a request behind the proxy's latency, short enough that
 /// a dead attempt's lease (the invocation deadline) ends within the test.
@@ -45,7 +45,7 @@ async fn start(n: usize, seed: u64) -> Harness {
 /// `n` environments whose processes each serve `concurrency` requests at
 /// once (Lambda Managed Instances when above 1).
 async fn start_with(n: usize, seed: u64, concurrency: usize) -> Harness {
-    let h = Harness::start(n, seed, |mut c| {
+    let h = Harness::start(crate::binary_path(), n, seed, |mut c| {
         c.binary = api_binary_path();
         let table = idempotency_table(&c.table);
         if concurrency > 1 {

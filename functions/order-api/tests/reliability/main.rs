@@ -1,25 +1,12 @@
-//! Reliability tests of the order API, Jepsen-style, on the root's harness
-//! (tests/reliability, included with `#[path]`): the real binary, started as
+//! Reliability tests of the order API, Jepsen-style, on the workspace's harness
+//! (crates/lambda-idempotency-harness): the real binary, started as
 //! Lambda starts it, against a real local DynamoDB, with faults between
 //! them. Runs the binary cargo builds with this test, or the one `ORDER_API_BIN`
 //! names (the shipped release build, say). See docs/reliability.md.
 
-// The root's harness; each test binary uses its own part of it.
-#[allow(dead_code)]
-#[path = "../../../../tests/reliability/db.rs"]
-mod db;
-#[allow(dead_code)]
-#[path = "../../../../tests/reliability/function.rs"]
-mod function;
-#[allow(dead_code)]
-#[path = "../../../../tests/reliability/harness.rs"]
-mod harness;
-#[allow(dead_code)]
-#[path = "../../../../tests/reliability/sqs.rs"]
-mod sqs;
-#[allow(dead_code)]
-#[path = "../../../../tests/reliability/util.rs"]
-mod util;
+// The workspace's harness (crates/lambda-idempotency-harness), under the
+// names these tests use.
+use lambda_idempotency_harness::reliability::{function, harness};
 
 use std::path::PathBuf;
 

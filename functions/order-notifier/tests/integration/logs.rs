@@ -1,11 +1,11 @@
 //! What the order notifier writes to its logs, through the functions' own log format
-//! (`bootstrap::json_logs`, captured by the root's harness): no payload
+//! (`bootstrap::json_logs`, captured by the workspace's harness): no payload
 //! data at INFO or above.
 
 use serde_json::json;
 
 use crate::captured::Captured;
-use order_consumer::testing::{TestDb, far_deadline};
+use orders::testing::{TestDb, far_deadline};
 
 /// The webhook URL carries the provider's token, and reqwest's errors name
 /// the URL they failed on: the notifier's lines about a failed request (a
@@ -13,13 +13,11 @@ use order_consumer::testing::{TestDb, far_deadline};
 #[tokio::test]
 async fn a_failing_webhook_request_is_logged_without_its_url() {
     use crate::notifier::{function, record as change, stream};
-    use order_consumer::testing::provider::{Mode, Provider};
     use order_notifier::NotifierConfig;
+    use orders::testing::provider::{Mode, Provider};
 
-    let db = TestDb::new().await;
-    let table = db
-        .extra_table("notifications", order_notifier::store::KEY)
-        .await;
+    let db = TestDb::with_table("notifications-test", order_notifier::store::KEY).await;
+    let table = db.table.clone();
     let provider = Provider::start().await;
     provider.set_mode(Mode::Hang);
     let url = format!("{}?token=SECRET-TOKEN-45", provider.url);

@@ -3,9 +3,8 @@
 //! `AWS_ENDPOINT_URL_DYNAMODB`), a local webhook provider and a local SSM.
 //! One test binary, so the SDK and the server are linked once.
 
-// The root's log capture (the functions' own log format).
-#[path = "../../../../tests/support/captured.rs"]
-mod captured;
+// The functions' log format captured in memory (the workspace's harness).
+use lambda_idempotency_harness::captured;
 
 mod logs;
 mod notifier;

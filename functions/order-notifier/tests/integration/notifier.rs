@@ -18,9 +18,9 @@ use order_notifier::webhook::{Delivery, REFUSAL_REASON, Webhook};
 use order_notifier::{NotifierConfig, NotifierFunction};
 use serde_json::{Value, json};
 
-use order_consumer::testing::provider::{Mode, Provider};
-use order_consumer::testing::proxy::{Fault, FaultProxy};
-use order_consumer::testing::*;
+use orders::testing::provider::{Mode, Provider};
+use orders::testing::proxy::{Fault, FaultProxy};
+use orders::testing::*;
 
 struct Setup {
     db: TestDb,
@@ -411,7 +411,7 @@ async fn notifications_from_the_real_stream_are_sent_once() {
         vec![e("ord-2", 3, "OrderShipped"), e("ord-3", 2, "OrderPaid")],
     ];
     for b in &batches {
-        order_consumer::testing::run(&consumer, &batch_of(b)).await;
+        orders::testing::run(&consumer, &batch_of(b)).await;
     }
     let records = sdb.records();
     assert!(
@@ -421,7 +421,7 @@ async fn notifications_from_the_real_stream_are_sent_once() {
     );
 
     let table = "notifications".to_owned();
-    order_consumer::testing::create_table(&sdb.client, &table, KEY)
+    orders::testing::create_table(&sdb.client, &table, KEY)
         .await
         .expect("notifications table");
     let provider = Provider::start().await;
@@ -830,7 +830,7 @@ async fn the_lease_covers_the_whole_post_after_a_slow_claim() {
         1,
     );
     // A client patient enough to wait for it in one attempt.
-    let patient = order_consumer::testing::client_with(
+    let patient = orders::testing::client_with(
         &proxy.url(),
         lambda_idempotency::dynamo::retry_config(),
         aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
@@ -903,7 +903,7 @@ async fn a_claim_whose_answer_never_arrives_is_given_back() {
 #[test]
 fn the_notifiers_labels_cover_its_verdicts() {
     use strum::VariantNames;
-    order_consumer::testing::assert_labels_cover_variants::<NotifyOutcome>(
+    orders::testing::assert_labels_cover_variants::<NotifyOutcome>(
         "notifier",
         NotifyOutcome::VARIANTS,
     );

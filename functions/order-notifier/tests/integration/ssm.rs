@@ -13,7 +13,7 @@ use std::io::Read;
 
 use tokio::net::TcpListener;
 
-use order_consumer::testing::http1::{self, Reader};
+use orders::testing::http1::{self, Reader};
 
 /// (X-Amz-Target, JSON body) of one request.
 type Request = (Option<String>, Value);

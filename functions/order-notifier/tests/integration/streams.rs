@@ -5,13 +5,13 @@
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
 use aws_sdk_dynamodb::Client;
-use order_consumer::orders::store::OrderStore;
+use orders::store::OrderStore;
 use serde_json::{Value, json};
 
-use order_consumer::testing::{client_for, serve_dynoxide};
+use orders::testing::{client_for, serve_dynoxide};
 
 pub struct StreamDb {
-    db: order_consumer::testing::dynoxide::Database,
+    db: orders::testing::dynoxide::Database,
     pub client: Client,
     pub table: String,
 }
@@ -20,11 +20,11 @@ impl StreamDb {
     /// Always the in-process dynoxide: reading a stream needs the Streams
     /// API, which this project does not link an SDK for.
     pub async fn new() -> StreamDb {
-        let db = order_consumer::testing::dynoxide::Database::memory().expect("in-memory dynoxide");
+        let db = orders::testing::dynoxide::Database::memory().expect("in-memory dynoxide");
         let url = serve_dynoxide(db.clone()).await;
         let client = client_for(&url);
         let table = "orders".to_owned();
-        order_consumer::testing::create_streamed_orders_table(&client, &table)
+        orders::testing::create_streamed_orders_table(&client, &table)
             .await
             .expect("orders table with a stream");
         StreamDb { db, client, table }
@@ -36,7 +36,7 @@ impl StreamDb {
 
     /// Every record of the orders stream so far, oldest first.
     pub fn records(&self) -> Vec<Value> {
-        order_consumer::testing::stream_records::read(&self.db, &self.table)
+        orders::testing::stream_records::read(&self.db, &self.table)
     }
 }
 

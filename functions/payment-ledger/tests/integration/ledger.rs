@@ -12,8 +12,8 @@ use payment_ledger::domain::{LedgerConflict, SuspenseReason};
 
 use serde_json::json;
 
-use order_consumer::testing::proxy::{Fault, FaultProxy};
-use order_consumer::testing::*;
+use orders::testing::proxy::{Fault, FaultProxy};
+use orders::testing::*;
 use payment_ledger::testing::*;
 
 #[tokio::test]
@@ -587,7 +587,7 @@ fn invalid_body() -> serde_json::Value {
 fn the_ledgers_labels_cover_its_verdicts() {
     use payment_ledger::domain::LedgerOutcome;
     use strum::VariantNames;
-    order_consumer::testing::assert_labels_cover_variants::<LedgerOutcome>(
+    orders::testing::assert_labels_cover_variants::<LedgerOutcome>(
         "ledger",
         LedgerOutcome::VARIANTS,
     );

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::captured::Captured;
-use order_consumer::testing::batch_of;
+use orders::testing::batch_of;
 use payment_ledger::testing::*;
 
 #[tokio::test]

@@ -3,12 +3,10 @@
 //! `AWS_ENDPOINT_URL_DYNAMODB`). One test binary, so the SDK and the server
 //! are linked once.
 
-// The root's log capture (the functions' own log format).
-#[path = "../../../../tests/support/captured.rs"]
-mod captured;
-// The root's sample-event file checks.
-#[path = "../../../../tests/support/sample_files.rs"]
-mod sample_files;
+// The functions' log format captured in memory (the workspace's harness).
+use lambda_idempotency_harness::captured;
+// The sample-event folder checks (the workspace's harness).
+use lambda_idempotency_harness::sample_files;
 
 mod ledger;
 mod logs;

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use order_consumer::testing::s;
+use orders::testing::s;
 use payment_ledger::testing::*;
 
 use crate::sample_files::{check_files, load_in, scenarios_in};

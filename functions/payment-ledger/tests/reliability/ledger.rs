@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use crate::harness::{Harness, proptest_config, runtime};
 use crate::ledger_binary_path;
 use crate::sqs::{Audit, DrainOpts, Queue, QueueConfig, Settled, drain};
-use order_consumer::testing::rng::Rng;
+use orders::testing::rng::Rng;
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -650,16 +650,16 @@ fn same_final_state(
 #[test]
 fn every_account_balance_is_the_sum_of_its_distinct_entries() {
     let rt = runtime();
-    let h = rt.block_on(Harness::start(3, 21, |mut c| {
+    let h = rt.block_on(Harness::start(crate::binary_path(), 3, 21, |mut c| {
         c.binary = ledger_binary_path();
         c.env("LEDGER_TABLE", LEDGER_TABLE)
             .env("ACCOUNTS_TABLE", ACCOUNTS_TABLE)
     }));
     rt.block_on(async {
-        order_consumer::testing::create_table(&h.db.client, LEDGER_TABLE, "entry_id")
+        orders::testing::create_table(&h.db.client, LEDGER_TABLE, "entry_id")
             .await
             .expect("ledger table");
-        order_consumer::testing::create_table(&h.db.client, ACCOUNTS_TABLE, "account_id")
+        orders::testing::create_table(&h.db.client, ACCOUNTS_TABLE, "account_id")
             .await
             .expect("accounts table");
     });
