@@ -53,6 +53,57 @@ pub const MAX_LEASE: Duration = Duration::from_secs(900);
 /// API Gateway's integration limit.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
 
+/// What the layer does with the claim once the inner service answered
+/// ([`after_service`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AfterService {
+    /// The transactional form wrote the completion with the service's own
+    /// write ([`Committed`]): nothing to write.
+    AlreadyCommitted,
+    /// Nothing to replay: give the key back, so a retry runs again.
+    Release,
+    /// Store the response as the key's answer.
+    Complete,
+}
+
+/// The layer's rule for a service's answer: a 5xx, or a 429/408 that asks
+/// the client to come back later, is released (stored, it would answer
+/// every retry of the key the same way until the key expires); any other
+/// status is stored, unless the service committed the completion itself.
+pub fn after_service(status: StatusCode, committed: bool) -> AfterService {
+    if committed {
+        AfterService::AlreadyCommitted
+    } else if status.is_server_error()
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+    {
+        AfterService::Release
+    } else {
+        AfterService::Complete
+    }
+}
+
+/// Why a completed record does not replay to a request ([`replay`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayRefused {
+    /// It was completed on another route (method and path): 422.
+    OtherRoute,
+    /// The stored output does not read as a response.
+    Corrupt(StoreError),
+}
+
+/// What a completed record's `output` answers a request on `route` (the
+/// layer's hashed method and path): the stored response, unless it was
+/// completed on another route. A record without a route was written
+/// before routes were stored: it replays.
+pub fn replay(output: &str, route: &str) -> Result<StoredResponse, ReplayRefused> {
+    match StoredResponse::decode_routed(output) {
+        Ok((_, Some(stored))) if stored != route => Err(ReplayRefused::OtherRoute),
+        Ok((response, _)) => Ok(response),
+        Err(e) => Err(ReplayRefused::Corrupt(e)),
+    }
+}
+
 /// The invocation's deadline (epoch milliseconds), for a caller that knows
 /// it better than the request's Lambda context does (a test, a router that
 /// read it already): put it in the request's extensions.
@@ -535,16 +586,14 @@ impl Config {
         match cut(cutoff, self.store.claim(&held.at(held.now_ms))).await {
             Ok(Claimed::Held) => {}
             Ok(Claimed::Refused(Refusal::Completed(stored))) => {
-                return Ok(match StoredResponse::decode_routed(&stored.output) {
-                    // Completed on another route (a record without one was
-                    // written before routes were stored: it replays).
-                    Ok((_, Some(route))) if route != held.route => self
+                return Ok(match replay(&stored.output, &held.route) {
+                    Err(ReplayRefused::OtherRoute) => self
                         .problem(
                             ProblemKind::KeyReused,
                             "this Idempotency-Key was used with another method or path; use a new key for a new request",
                         )
                         .into_response(),
-                    Ok((response, _)) => {
+                    Ok(response) => {
                         let mut r = response.to_response();
                         r.headers_mut()
                             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
@@ -552,7 +601,7 @@ impl Config {
                             .insert(EXPIRES_HEADER, self.expires(stored.expires_at));
                         r
                     }
-                    Err(e) => self.store_problem(&e),
+                    Err(ReplayRefused::Corrupt(e)) => self.store_problem(&e),
                 });
             }
             Ok(Claimed::Refused(Refusal::OtherPayload)) => {
@@ -603,17 +652,11 @@ impl Config {
                 .into_response());
         }
         let committed = response.extensions_mut().remove::<Committed>().is_some();
-        if committed {
+        let after = after_service(response.status(), committed);
+        if after == AfterService::AlreadyCommitted {
             // The transactional form: the inner service wrote the
             // completion with its own write.
-        } else if response.status().is_server_error()
-            || response.status() == StatusCode::TOO_MANY_REQUESTS
-            || response.status() == StatusCode::REQUEST_TIMEOUT
-        {
-            // Nothing to replay: a 5xx, or a 429/408 that asks the client
-            // to come back later. Stored, it would answer every retry of
-            // the key the same way until the key expires; given back, a
-            // retry runs again.
+        } else if after == AfterService::Release {
             self.release(&held).await;
             return Ok(response);
         } else {
@@ -651,5 +694,38 @@ impl Config {
             Ok(())
         };
         let _ = cut(held.cutoff, release).await;
+    }
+}
+
+#[cfg(test)]
+mod decision_tests {
+    use super::*;
+
+    #[test]
+    fn after_the_service_errors_asking_for_a_retry_are_released() {
+        for (status, want) in [
+            (200, AfterService::Complete),
+            (201, AfterService::Complete),
+            (404, AfterService::Complete),
+            (422, AfterService::Complete),
+            (408, AfterService::Release),
+            (429, AfterService::Release),
+            (500, AfterService::Release),
+            (503, AfterService::Release),
+        ] {
+            let status = StatusCode::from_u16(status).unwrap();
+            assert_eq!(after_service(status, false), want, "{status}");
+            assert_eq!(after_service(status, true), AfterService::AlreadyCommitted);
+        }
+    }
+
+    #[test]
+    fn a_replay_is_refused_on_another_route_only() {
+        let stored = StoredResponse::new(201).text("{\"id\":1}");
+        assert_eq!(replay(&stored.encode_for("r1"), "r1"), Ok(stored.clone()));
+        assert_eq!(replay(&stored.encode_for("r1"), "r2"), Err(ReplayRefused::OtherRoute));
+        // Stored before routes were: replays anywhere.
+        assert_eq!(replay(&stored.encode(), "r2"), Ok(stored));
+        assert!(matches!(replay("not json", "r1"), Err(ReplayRefused::Corrupt(_))));
     }
 }

@@ -164,7 +164,7 @@ mod stored;
 pub use body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, MAX_PASS_THROUGH_BYTES};
 pub use key::{IDEMPOTENCY_KEY, KeyError, MAX_KEY_CHARS, key_of, parse_key};
 pub use layer::{
-    Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_STORED_HEADERS, Deadline,
+    AfterService, Committed, ReplayRefused, after_service, replay, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_STORED_HEADERS, Deadline,
     EXPIRES_HEADER, FingerprintFn, HttpClaim, IdempotencyLayer, IdempotentService, MAX_LEASE,
     ProblemFn, REPLAYED_HEADER, body_fingerprint, cut, cutoff,
 };

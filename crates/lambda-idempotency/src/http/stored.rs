@@ -83,7 +83,7 @@ impl StoredResponse {
     }
 
     /// [`Self::encode`], with the route (hashed method and path) it answered.
-    pub(super) fn encode_for(&self, route: &str) -> String {
+    pub fn encode_for(&self, route: &str) -> String {
         self.encode_route(Some(route))
     }
 
