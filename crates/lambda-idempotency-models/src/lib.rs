@@ -11,5 +11,6 @@
 //! model-checked") sums them up. `make test` runs the small bounds;
 //! `make model-check-deep` (MODEL_CHECK_DEEP=1) the larger ones.
 
+pub mod http;
 pub mod idempotent;
 pub mod trace;
