@@ -13,4 +13,5 @@
 
 pub mod http;
 pub mod idempotent;
+pub mod orders;
 pub mod trace;
