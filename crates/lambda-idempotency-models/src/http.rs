@@ -61,11 +61,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use lambda_http::http::StatusCode;
 use lambda_idempotency::http::{
     AfterService, ReplayRefused, Scope, StoredResponse, after_service, record_key, replay,
 };
 use lambda_idempotency::idempotency::{Claimed, Record, Refusal, Stored, classify, is_expired};
-use lambda_http::http::StatusCode;
 use stateright::{Model, Property};
 
 use crate::idempotent::Fault;
@@ -157,18 +157,30 @@ impl HttpModel {
     }
     /// alice twice, bob once, one body, one route.
     pub fn principals() -> Self {
-        let r = |principal| RequestSpec { principal, body: 0, route: 0 };
+        let r = |principal| RequestSpec {
+            principal,
+            body: 0,
+            route: 0,
+        };
         Self::base(vec![r(0), r(0), r(1)])
     }
     /// alice with the key, then with another body, then on another route.
     pub fn reuse() -> Self {
-        let r = |body, route| RequestSpec { principal: 0, body, route };
+        let r = |body, route| RequestSpec {
+            principal: 0,
+            body,
+            route,
+        };
         Self::base(vec![r(0, 0), r(1, 0), r(0, 1)])
     }
     /// `make model-check-deep`: four requests (a retry, another body,
     /// another route, another principal), a longer horizon.
     pub fn deep() -> Self {
-        let r = |principal, body, route| RequestSpec { principal, body, route };
+        let r = |principal, body, route| RequestSpec {
+            principal,
+            body,
+            route,
+        };
         HttpModel {
             horizon_ms: 5000,
             ..Self::base(vec![r(0, 0, 0), r(0, 0, 0), r(0, 1, 1), r(1, 0, 0)])
@@ -258,7 +270,10 @@ pub enum Answer {
     /// The service's own response.
     Served(u16),
     /// A stored response replayed: whose, which status.
-    Replayed { of: u8, status: u16 },
+    Replayed {
+        of: u8,
+        status: u16,
+    },
     Conflict409,
     KeyReused422,
     Unavailable503,
@@ -334,7 +349,7 @@ impl HttpModel {
                 stored: Stored {
                     output: self.outputs[usize::from(it.by)]
                         [STATUSES.iter().position(|&x| x == st).unwrap_or(0)]
-                        .clone(),
+                    .clone(),
                     expires_at: it.expires_at,
                 },
             },
@@ -372,7 +387,13 @@ impl Model for HttpModel {
         vec![State {
             t: 0,
             items: BTreeMap::new(),
-            reqs: vec![Req { pc: Pc::Idle, start_ms: 0 }; self.requests.len()],
+            reqs: vec![
+                Req {
+                    pc: Pc::Idle,
+                    start_ms: 0
+                };
+                self.requests.len()
+            ],
             ghost: Ghost::default(),
         }]
     }
@@ -390,9 +411,11 @@ impl Model for HttpModel {
                         out.extend(faults.iter().map(|&fault| Action::Claim { req, fault }));
                     }
                 }
-                Pc::Serving => {
-                    out.extend(STATUSES.iter().map(|&status| Action::Service { req, status }))
-                }
+                Pc::Serving => out.extend(
+                    STATUSES
+                        .iter()
+                        .map(|&status| Action::Service { req, status }),
+                ),
                 Pc::Completing { .. } => {
                     out.extend(faults.iter().map(|&fault| Action::Complete { req, fault }))
                 }
@@ -400,8 +423,14 @@ impl Model for HttpModel {
                     if s.t >= self.cutoff(s, i) {
                         out.push(Action::CutOff { req });
                     } else {
-                        out.push(Action::Release { req, fault: Fault::None });
-                        out.push(Action::Release { req, fault: Fault::Throttled });
+                        out.push(Action::Release {
+                            req,
+                            fault: Fault::None,
+                        });
+                        out.push(Action::Release {
+                            req,
+                            fault: Fault::Throttled,
+                        });
                     }
                 }
                 Pc::Done(_) | Pc::Dead => {}
@@ -452,7 +481,9 @@ impl Model for HttpModel {
             }
             Action::Claim { req, fault } => {
                 let i = usize::from(req);
-                let Pc::Claiming { tries } = s.reqs[i].pc else { return None };
+                let Pc::Claiming { tries } = s.reqs[i].pc else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
                 let now = s.reqs[i].start_ms;
@@ -462,7 +493,9 @@ impl Model for HttpModel {
                     s.reqs[i].pc = if retry_left {
                         Pc::Claiming { tries }
                     } else {
-                        Pc::Releasing { then: Answer::Unavailable503 }
+                        Pc::Releasing {
+                            then: Answer::Unavailable503,
+                        }
                     };
                     return Some(s);
                 }
@@ -485,7 +518,8 @@ impl Model for HttpModel {
                             by: req,
                             body: spec.body,
                             lease_until_ms: lease_until,
-                            expires_at: (now / 1000 + self.expiry_s).max(lease_until.div_ceil(1000)),
+                            expires_at: (now / 1000 + self.expiry_s)
+                                .max(lease_until.div_ceil(1000)),
                             status: None,
                         },
                     );
@@ -493,7 +527,9 @@ impl Model for HttpModel {
                         s.reqs[i].pc = if retry_left {
                             Pc::Claiming { tries }
                         } else {
-                            Pc::Releasing { then: Answer::Unavailable503 }
+                            Pc::Releasing {
+                                then: Answer::Unavailable503,
+                            }
                         };
                         return Some(s);
                     }
@@ -501,7 +537,8 @@ impl Model for HttpModel {
                     return Some(s);
                 }
                 let old = s.items.get(&k).cloned().expect("refused against an item");
-                let mut claimed = classify(&self.fp(i), &attempt(req), Some(&self.record(&old)), now);
+                let mut claimed =
+                    classify(&self.fp(i), &attempt(req), Some(&self.record(&old)), now);
                 if self.mutation == Some(Mutation::Own409) && claimed == Ok(Claimed::Held) {
                     claimed = Ok(Claimed::Refused(Refusal::InProgress {
                         lease_until_ms: old.lease_until_ms,
@@ -533,13 +570,22 @@ impl Model for HttpModel {
                                     s.ghost.error_replayed = true;
                                 }
                                 s.ghost.replays += 1;
-                                self.answer(&mut s, i, Answer::Replayed { of, status: response.status });
+                                self.answer(
+                                    &mut s,
+                                    i,
+                                    Answer::Replayed {
+                                        of,
+                                        status: response.status,
+                                    },
+                                );
                             }
                             Err(ReplayRefused::OtherRoute) => {
                                 s.ghost.reused_422 = true;
                                 self.answer(&mut s, i, Answer::KeyReused422);
                             }
-                            Err(ReplayRefused::Corrupt(_)) => self.answer(&mut s, i, Answer::Unavailable503),
+                            Err(ReplayRefused::Corrupt(_)) => {
+                                self.answer(&mut s, i, Answer::Unavailable503)
+                            }
                         }
                     }
                     Ok(Claimed::Refused(Refusal::OtherPayload)) => {
@@ -554,27 +600,41 @@ impl Model for HttpModel {
                         }
                         self.answer(&mut s, i, Answer::Conflict409);
                     }
-                    Err(_) => s.reqs[i].pc = Pc::Releasing { then: Answer::Unavailable503 },
+                    Err(_) => {
+                        s.reqs[i].pc = Pc::Releasing {
+                            then: Answer::Unavailable503,
+                        }
+                    }
                 }
             }
             Action::Service { req, status } => {
                 let i = usize::from(req);
-                let asked = if self.mutation == Some(Mutation::StoreEveryStatus) { 200 } else { status };
+                let asked = if self.mutation == Some(Mutation::StoreEveryStatus) {
+                    200
+                } else {
+                    status
+                };
                 let code = StatusCode::from_u16(asked).expect("a status");
                 if status == 201 {
                     s.ghost.effects += 1;
                 }
                 match after_service(code, false) {
                     AfterService::Release => {
-                        s.reqs[i].pc = Pc::Releasing { then: Answer::Served(status) }
+                        s.reqs[i].pc = Pc::Releasing {
+                            then: Answer::Served(status),
+                        }
                     }
                     AfterService::Complete => s.reqs[i].pc = Pc::Completing { status, tries: 0 },
-                    AfterService::AlreadyCommitted => self.answer(&mut s, i, Answer::Served(status)),
+                    AfterService::AlreadyCommitted => {
+                        self.answer(&mut s, i, Answer::Served(status))
+                    }
                 }
             }
             Action::Complete { req, fault } => {
                 let i = usize::from(req);
-                let Pc::Completing { status, tries } = s.reqs[i].pc else { return None };
+                let Pc::Completing { status, tries } = s.reqs[i].pc else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
                 let k = self.key_index(i);
@@ -586,7 +646,10 @@ impl Model for HttpModel {
                     }
                     return Some(s);
                 }
-                let admits = s.items.get(&k).is_some_and(|it| !it.completed && it.by == req);
+                let admits = s
+                    .items
+                    .get(&k)
+                    .is_some_and(|it| !it.completed && it.by == req);
                 if admits {
                     let it = s.items.get_mut(&k).expect("admitted");
                     it.completed = true;
@@ -604,16 +667,27 @@ impl Model for HttpModel {
                     self.answer(&mut s, i, Answer::Served(status));
                     return Some(s);
                 }
-                let own = s.items.get(&k).is_some_and(|it| it.completed && it.by == req);
-                let a = if own { Answer::Served(status) } else { Answer::Unavailable503 };
+                let own = s
+                    .items
+                    .get(&k)
+                    .is_some_and(|it| it.completed && it.by == req);
+                let a = if own {
+                    Answer::Served(status)
+                } else {
+                    Answer::Unavailable503
+                };
                 self.answer(&mut s, i, a);
             }
             Action::Release { req, fault } => {
                 let i = usize::from(req);
-                let Pc::Releasing { then } = s.reqs[i].pc.clone() else { return None };
+                let Pc::Releasing { then } = s.reqs[i].pc.clone() else {
+                    return None;
+                };
                 let k = self.key_index(i);
                 if fault != Fault::Throttled
-                    && s.items.get(&k).is_some_and(|it| !it.completed && it.by == req)
+                    && s.items
+                        .get(&k)
+                        .is_some_and(|it| !it.completed && it.by == req)
                 {
                     s.items.remove(&k);
                 }
@@ -629,9 +703,10 @@ impl Model for HttpModel {
                 "at most one business effect per (principal, key) while a completed record or a live lease holds it",
                 |_, s: &State| !s.ghost.overwrote_live && !s.ghost.overlapping,
             ),
-            Property::always("a replay is byte-identical to the first answer", |_, s: &State| {
-                !s.ghost.replay_not_identical
-            }),
+            Property::always(
+                "a replay is byte-identical to the first answer",
+                |_, s: &State| !s.ghost.replay_not_identical,
+            ),
             Property::always("another principal never receives it", |_, s: &State| {
                 !s.ghost.other_principal
             }),
@@ -639,26 +714,34 @@ impl Model for HttpModel {
                 "a key reused with another body or route is never replayed",
                 |_, s: &State| !s.ghost.reused_replayed,
             ),
-            Property::always("no request is answered 409 by its own claim", |_, s: &State| {
-                !s.ghost.own_409
+            Property::always(
+                "no request is answered 409 by its own claim",
+                |_, s: &State| !s.ghost.own_409,
+            ),
+            Property::always("no 5xx or 429 is replayed", |_, s: &State| {
+                !s.ghost.error_replayed
             }),
-            Property::always("no 5xx or 429 is replayed", |_, s: &State| !s.ghost.error_replayed),
         ];
         let r = &self.requests;
         if (0..r.len()).any(|i| (0..i).any(|j| r[i] == r[j])) {
-            props.push(Property::sometimes("sometimes: a response is replayed", |_, s: &State| {
-                s.ghost.replays > 0
-            }));
+            props.push(Property::sometimes(
+                "sometimes: a response is replayed",
+                |_, s: &State| s.ghost.replays > 0,
+            ));
         }
-        if r.iter().any(|x| x.principal == r[0].principal && (x.body, x.route) != (r[0].body, r[0].route)) {
-            props.push(Property::sometimes("sometimes: a reused key is answered 422", |_, s: &State| {
-                s.ghost.reused_422
-            }));
+        if r.iter()
+            .any(|x| x.principal == r[0].principal && (x.body, x.route) != (r[0].body, r[0].route))
+        {
+            props.push(Property::sometimes(
+                "sometimes: a reused key is answered 422",
+                |_, s: &State| s.ghost.reused_422,
+            ));
         }
         props.extend([
-            Property::sometimes("sometimes: another request is answered 409", |_, s: &State| {
-                s.ghost.other_409
-            }),
+            Property::sometimes(
+                "sometimes: another request is answered 409",
+                |_, s: &State| s.ghost.other_409,
+            ),
             Property::sometimes("sometimes: the service runs twice", |_, s: &State| {
                 s.ghost.effects >= 2
             }),
@@ -694,13 +777,22 @@ impl Narrate for HttpModel {
             Action::Tick => format!("{t} time passes to {}ms", after.t),
             Action::TtlDeletes { key } => format!(
                 "{t} DynamoDB's TTL deletes {}",
-                before.items.get(key).map_or("-".to_owned(), ToString::to_string)
+                before
+                    .items
+                    .get(key)
+                    .map_or("-".to_owned(), ToString::to_string)
             ),
             Action::Crash { req } => format!("{t} {} crashes", who(*req)),
             Action::Start { req } => format!("{t} {} arrives", who(*req)),
-            Action::CutOff { req } => format!("{t} {}: the cutoff comes{}", who(*req), outcome(*req)),
+            Action::CutOff { req } => {
+                format!("{t} {}: the cutoff comes{}", who(*req), outcome(*req))
+            }
             Action::Service { req, status } => {
-                format!("{t} {}'s service answers {status}{}", who(*req), outcome(*req))
+                format!(
+                    "{t} {}'s service answers {status}{}",
+                    who(*req),
+                    outcome(*req)
+                )
             }
             Action::Claim { req, fault } | Action::Complete { req, fault } => {
                 let name = if matches!(action, Action::Claim { .. }) {
@@ -714,22 +806,47 @@ impl Narrate for HttpModel {
                     (_, true) => format!("applied: {}", item(after, *req)),
                     (_, false) => format!("REFUSED, ALL_OLD = {}", item(before, *req)),
                 };
-                let lost = if *fault == Fault::AnswerLost { " (answer LOST)" } else { "" };
-                format!("{t} {} sends {name}: {what}{lost}{}", who(*req), outcome(*req))
+                let lost = if *fault == Fault::AnswerLost {
+                    " (answer LOST)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{t} {} sends {name}: {what}{lost}{}",
+                    who(*req),
+                    outcome(*req)
+                )
             }
             Action::Release { req, fault } => format!(
                 "{t} {} sends DeleteItem release ({}){}",
                 who(*req),
-                if *fault == Fault::Throttled { "throttled" } else { "sent" },
+                if *fault == Fault::Throttled {
+                    "throttled"
+                } else {
+                    "sent"
+                },
                 outcome(*req)
             ),
         }
     }
 
     fn summary(&self, s: &State) -> String {
-        let items: Vec<String> = s.items.iter().map(|(k, it)| format!("key#{k}: {it}")).collect();
-        let reqs: Vec<String> =
-            s.reqs.iter().enumerate().map(|(i, r)| format!("request#{i}: {:?}", r.pc)).collect();
-        format!("store: [{}]; {}; ghost: {:?}", items.join(", "), reqs.join(", "), s.ghost)
+        let items: Vec<String> = s
+            .items
+            .iter()
+            .map(|(k, it)| format!("key#{k}: {it}"))
+            .collect();
+        let reqs: Vec<String> = s
+            .reqs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| format!("request#{i}: {:?}", r.pc))
+            .collect();
+        format!(
+            "store: [{}]; {}; ghost: {:?}",
+            items.join(", "),
+            reqs.join(", "),
+            s.ghost
+        )
     }
 }

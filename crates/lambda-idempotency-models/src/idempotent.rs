@@ -120,9 +120,18 @@ impl IdempotentModel {
     pub fn small() -> Self {
         IdempotentModel {
             calls: vec![
-                CallSpec { instance: 0, payload: 0 },
-                CallSpec { instance: 0, payload: 0 },
-                CallSpec { instance: 1, payload: 1 },
+                CallSpec {
+                    instance: 0,
+                    payload: 0,
+                },
+                CallSpec {
+                    instance: 0,
+                    payload: 0,
+                },
+                CallSpec {
+                    instance: 1,
+                    payload: 1,
+                },
             ],
             lease_ms: 2000,
             expiry_s: 2,
@@ -137,7 +146,10 @@ impl IdempotentModel {
     /// `make model-check-deep`: the same three calls over a longer
     /// horizon (5 s).
     pub fn deep() -> Self {
-        IdempotentModel { horizon_ms: 5000, ..Self::small() }
+        IdempotentModel {
+            horizon_ms: 5000,
+            ..Self::small()
+        }
     }
 
     pub fn with(mut self, m: Mutation) -> Self {
@@ -218,13 +230,20 @@ impl fmt::Display for Item {
 pub enum Pc {
     Idle,
     /// The PutItem is (re)sent; `tries` made so far.
-    Claiming { tries: u8 },
+    Claiming {
+        tries: u8,
+    },
     /// The body runs.
     Running,
     /// The UpdateItem is (re)sent, with the clock read after the body.
-    Completing { now_ms: u64, tries: u8 },
+    Completing {
+        now_ms: u64,
+        tries: u8,
+    },
     /// The DeleteItem is sent; then the call answers `then`.
-    Releasing { then: Answer },
+    Releasing {
+        then: Answer,
+    },
     Done(Answer),
     /// Crashed, or killed at its deadline.
     Dead,
@@ -326,7 +345,9 @@ impl IdempotentModel {
     fn claim_admits(item: Option<&Item>, now_ms: u64) -> bool {
         match item {
             None => true,
-            Some(i) => is_expired(i.expires_at, now_ms) || (!i.completed && i.lease_until_ms <= now_ms),
+            Some(i) => {
+                is_expired(i.expires_at, now_ms) || (!i.completed && i.lease_until_ms <= now_ms)
+            }
         }
     }
 
@@ -399,8 +420,14 @@ impl Model for IdempotentModel {
                     out.extend(faults.iter().map(|&fault| Action::Complete { call, fault }))
                 }
                 Pc::Releasing { .. } => {
-                    out.push(Action::Release { call, fault: Fault::None });
-                    out.push(Action::Release { call, fault: Fault::Throttled });
+                    out.push(Action::Release {
+                        call,
+                        fault: Fault::None,
+                    });
+                    out.push(Action::Release {
+                        call,
+                        fault: Fault::Throttled,
+                    });
                 }
                 Pc::Done(_) | Pc::Dead => {}
             }
@@ -458,7 +485,10 @@ impl Model for IdempotentModel {
                             s.ghost.expired_served = true;
                         }
                         let a = if payload == spec.payload {
-                            Answer::Output { of, source: Source::Cache }
+                            Answer::Output {
+                                of,
+                                source: Source::Cache,
+                            }
                         } else {
                             Answer::OtherPayload
                         };
@@ -471,7 +501,9 @@ impl Model for IdempotentModel {
             }
             Action::Claim { call, fault } => {
                 let i = usize::from(call);
-                let Pc::Claiming { tries } = s.calls[i].pc else { return None };
+                let Pc::Claiming { tries } = s.calls[i].pc else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let spec = self.calls[i];
                 let now = s.calls[i].now_ms;
@@ -550,7 +582,14 @@ impl Model for IdempotentModel {
                         }
                         s.caches[usize::from(spec.instance)] =
                             Some((spec.payload, of, stored.expires_at));
-                        self.answer(&mut s, i, Answer::Output { of, source: Source::Replayed });
+                        self.answer(
+                            &mut s,
+                            i,
+                            Answer::Output {
+                                of,
+                                source: Source::Replayed,
+                            },
+                        );
                     }
                     Ok(Claimed::Refused(Refusal::OtherPayload)) => {
                         self.answer(&mut s, i, Answer::OtherPayload)
@@ -567,7 +606,10 @@ impl Model for IdempotentModel {
             Action::BodyOk { call } => {
                 let i = usize::from(call);
                 let now = self.clock(&s, i);
-                s.calls[i].pc = Pc::Completing { now_ms: now, tries: 0 };
+                s.calls[i].pc = Pc::Completing {
+                    now_ms: now,
+                    tries: 0,
+                };
                 if self.mutation == Some(Mutation::AnswerBeforeCompletion) {
                     // The answer goes out now; the completion is still
                     // sent (by a detached task), modelled as going on.
@@ -581,14 +623,18 @@ impl Model for IdempotentModel {
                 let release = self.mutation != Some(Mutation::NoReleaseOnFailure);
                 self.fail(&mut s, i, Answer::FunctionError, release);
                 if !release
-                    && s.item.as_ref().is_some_and(|it| !it.completed && it.attempt == call)
+                    && s.item
+                        .as_ref()
+                        .is_some_and(|it| !it.completed && it.attempt == call)
                 {
                     s.ghost.lock_kept = true;
                 }
             }
             Action::Complete { call, fault } => {
                 let i = usize::from(call);
-                let Pc::Completing { now_ms, tries } = s.calls[i].pc else { return None };
+                let Pc::Completing { now_ms, tries } = s.calls[i].pc else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
                 if fault == Fault::Throttled {
@@ -600,11 +646,13 @@ impl Model for IdempotentModel {
                     }
                     return Some(s);
                 }
-                let admits = s.item.as_ref().is_some_and(|it| !it.completed && it.attempt == call);
+                let admits = s
+                    .item
+                    .as_ref()
+                    .is_some_and(|it| !it.completed && it.attempt == call);
                 if admits {
                     let expires_at = now_ms / 1000 + self.expiry_s;
-                    if s
-                        .ghost
+                    if s.ghost
                         .committed
                         .iter()
                         .any(|(_, exp)| exp * 1000 > s.t + self.skew_ms)
@@ -629,7 +677,10 @@ impl Model for IdempotentModel {
                 }
                 // Refused: its own completed record (a re-sent completion
                 // whose first answer was lost) is a success.
-                let own = s.item.as_ref().is_some_and(|it| it.completed && it.attempt == call);
+                let own = s
+                    .item
+                    .as_ref()
+                    .is_some_and(|it| it.completed && it.attempt == call);
                 if own {
                     let exp = s.item.as_ref().map_or(0, |it| it.expires_at);
                     self.completed(&mut s, i, exp);
@@ -639,10 +690,16 @@ impl Model for IdempotentModel {
             }
             Action::Release { call, fault } => {
                 let i = usize::from(call);
-                let Pc::Releasing { then } = s.calls[i].pc.clone() else { return None };
+                let Pc::Releasing { then } = s.calls[i].pc.clone() else {
+                    return None;
+                };
                 if fault == Fault::Throttled {
                     s.calls[i].release_failed = true;
-                } else if s.item.as_ref().is_some_and(|it| !it.completed && it.attempt == call) {
+                } else if s
+                    .item
+                    .as_ref()
+                    .is_some_and(|it| !it.completed && it.attempt == call)
+                {
                     s.item = None;
                 }
                 self.answer(&mut s, i, then);
@@ -657,16 +714,21 @@ impl Model for IdempotentModel {
                 "body runs at most once per key while a completed record or a live lease holds it",
                 |_, s: &State| !s.ghost.overwrote_live && !s.ghost.overlapping_runs,
             ),
-            Property::always("every output answered is the committed one", |_, s: &State| {
-                !s.ghost.uncommitted_output && !s.ghost.second_live_completion
+            Property::always(
+                "every output answered is the committed one",
+                |_, s: &State| !s.ghost.uncommitted_output && !s.ghost.second_live_completion,
+            ),
+            Property::always(
+                "no caller is told InProgress by its own claim",
+                |_, s: &State| !s.ghost.own_in_progress,
+            ),
+            Property::always(
+                "no expired record is served as completed",
+                |_, s: &State| !s.ghost.expired_served,
+            ),
+            Property::always("a failed run gives its key back", |_, s: &State| {
+                !s.ghost.lock_kept
             }),
-            Property::always("no caller is told InProgress by its own claim", |_, s: &State| {
-                !s.ghost.own_in_progress
-            }),
-            Property::always("no expired record is served as completed", |_, s: &State| {
-                !s.ghost.expired_served
-            }),
-            Property::always("a failed run gives its key back", |_, s: &State| !s.ghost.lock_kept),
             Property::sometimes("sometimes: an output is replayed", |_, s: &State| {
                 s.ghost.replays > 0
             }),
@@ -674,15 +736,18 @@ impl Model for IdempotentModel {
                 "sometimes: a lost claim answer is held on the SDK's retry",
                 |_, s: &State| s.ghost.held_after_lost_answer,
             ),
-            Property::sometimes("sometimes: the body runs twice (after a lease or expiry)", |_, s: &State| {
-                s.ghost.runs >= 2
-            }),
-            Property::sometimes("sometimes: an expired record is claimed again", |_, s: &State| {
-                s.ghost.reclaimed_expired
-            }),
-            Property::sometimes("sometimes: another caller is told InProgress", |_, s: &State| {
-                s.calls.iter().any(|c| c.pc == Pc::Done(Answer::InProgress))
-            }),
+            Property::sometimes(
+                "sometimes: the body runs twice (after a lease or expiry)",
+                |_, s: &State| s.ghost.runs >= 2,
+            ),
+            Property::sometimes(
+                "sometimes: an expired record is claimed again",
+                |_, s: &State| s.ghost.reclaimed_expired,
+            ),
+            Property::sometimes(
+                "sometimes: another caller is told InProgress",
+                |_, s: &State| s.calls.iter().any(|c| c.pc == Pc::Done(Answer::InProgress)),
+            ),
         ]
     }
 }
@@ -703,7 +768,14 @@ impl IdempotentModel {
     fn completed(&self, s: &mut State, i: usize, expires_at: u64) {
         let spec = self.calls[i];
         s.caches[usize::from(spec.instance)] = Some((spec.payload, i as u8, expires_at));
-        self.answer(s, i, Answer::Output { of: i as u8, source: Source::Ran });
+        self.answer(
+            s,
+            i,
+            Answer::Output {
+                of: i as u8,
+                source: Source::Ran,
+            },
+        );
     }
 }
 
@@ -717,7 +789,11 @@ impl Narrate for IdempotentModel {
                 ["A", "B"][usize::from(spec.payload)]
             )
         };
-        let item = |s: &State| s.item.as_ref().map_or("no item".to_owned(), ToString::to_string);
+        let item = |s: &State| {
+            s.item
+                .as_ref()
+                .map_or("no item".to_owned(), ToString::to_string)
+        };
         let outcome = |c: u8| match &after.calls[usize::from(c)].pc {
             Pc::Done(a) => format!(" -> answers {a:?}"),
             Pc::Running => " -> holds the key, runs the body".to_owned(),
@@ -745,11 +821,25 @@ impl Narrate for IdempotentModel {
                     (_, true) => format!("applied: {}", item(after)),
                     (_, false) => format!("REFUSED, ALL_OLD = {}", item(before)),
                 };
-                let lost = if *fault == Fault::AnswerLost { " (answer LOST)" } else { "" };
-                format!("{t} {} sends {req}: {what}{lost}{}", who(*call), outcome(*call))
+                let lost = if *fault == Fault::AnswerLost {
+                    " (answer LOST)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{t} {} sends {req}: {what}{lost}{}",
+                    who(*call),
+                    outcome(*call)
+                )
             }
-            Action::BodyOk { call } => format!("{t} {}'s body returns its output{}", who(*call), outcome(*call)),
-            Action::BodyFails { call } => format!("{t} {}'s body fails{}", who(*call), outcome(*call)),
+            Action::BodyOk { call } => format!(
+                "{t} {}'s body returns its output{}",
+                who(*call),
+                outcome(*call)
+            ),
+            Action::BodyFails { call } => {
+                format!("{t} {}'s body fails{}", who(*call), outcome(*call))
+            }
             Action::Release { call, fault } => format!(
                 "{t} {} sends DeleteItem release: {}{}",
                 who(*call),
@@ -764,9 +854,16 @@ impl Narrate for IdempotentModel {
     }
 
     fn summary(&self, s: &State) -> String {
-        let item = s.item.as_ref().map_or("no item".to_owned(), ToString::to_string);
-        let calls: Vec<String> =
-            s.calls.iter().enumerate().map(|(i, c)| format!("call#{i}: {:?}", c.pc)).collect();
+        let item = s
+            .item
+            .as_ref()
+            .map_or("no item".to_owned(), ToString::to_string);
+        let calls: Vec<String> = s
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("call#{i}: {:?}", c.pc))
+            .collect();
         format!("store: {item}; {}; ghost: {:?}", calls.join(", "), s.ghost)
     }
 }

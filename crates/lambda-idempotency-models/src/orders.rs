@@ -121,7 +121,11 @@ fn event(kind: &str, seq: u64) -> OrderEvent {
 
 impl OrdersModel {
     fn of(kinds: &[&str]) -> Self {
-        let events = kinds.iter().enumerate().map(|(i, k)| event(k, i as u64 + 1)).collect();
+        let events = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| event(k, i as u64 + 1))
+            .collect();
         OrdersModel {
             events,
             workers: 2,
@@ -158,10 +162,23 @@ impl OrdersModel {
     /// The final item of in-order delivery, no faults: each event
     /// delivered once, in seq order, to one worker.
     fn reference(mut self) -> Self {
-        let clean = OrdersModel { workers: 1, mutation: None, expected: None, ..self.clone() };
+        let clean = OrdersModel {
+            workers: 1,
+            mutation: None,
+            expected: None,
+            ..self.clone()
+        };
         let mut s = clean.init_states().remove(0);
         for m in 0..self.events.len() {
-            s = clean.next_state(&s, Action::Receive { worker: 0, msg: m as u8 }).expect("rx");
+            s = clean
+                .next_state(
+                    &s,
+                    Action::Receive {
+                        worker: 0,
+                        msg: m as u8,
+                    },
+                )
+                .expect("rx");
             while let Some(a) = clean.step_of(&s) {
                 s = clean.next_state(&s, a).expect("step");
             }
@@ -173,8 +190,14 @@ impl OrdersModel {
     /// The fault-free next step of worker 0 (for the reference run).
     fn step_of(&self, s: &State) -> Option<Action> {
         match s.workers[0] {
-            Worker::Applying { .. } => Some(Action::Apply { worker: 0, fault: Fault::None }),
-            Worker::Recording { .. } => Some(Action::Record { worker: 0, fault: Fault::None }),
+            Worker::Applying { .. } => Some(Action::Apply {
+                worker: 0,
+                fault: Fault::None,
+            }),
+            Worker::Recording { .. } => Some(Action::Record {
+                worker: 0,
+                fault: Fault::None,
+            }),
             Worker::Idle => None,
         }
     }
@@ -216,11 +239,17 @@ impl OrdersModel {
         let snap = item.map(|it| self.snapshot(it));
         let out = classify_refusal(ev, snap.as_ref());
         if self.mutation == Some(Mutation::RejectAtGap)
-            && let Ok(Outcome::Early { current: Some(st), event }) = &out
+            && let Ok(Outcome::Early {
+                current: Some(st),
+                event,
+            }) = &out
             && let Requires::StatusIn(from) = event.requires()
             && !from.contains(st)
         {
-            return Ok(Outcome::Rejected { current: Some(*st), event: *event });
+            return Ok(Outcome::Rejected {
+                current: Some(*st),
+                event: *event,
+            });
         }
         out
     }
@@ -231,7 +260,9 @@ impl OrdersModel {
             Ok(o) => RecordOutcome::Settled(o.clone()),
             Err(e) => RecordOutcome::Failed(e.clone()),
         };
-        if self.mutation == Some(Mutation::AckFailures) && matches!(outcome, RecordOutcome::Failed(_)) {
+        if self.mutation == Some(Mutation::AckFailures)
+            && matches!(outcome, RecordOutcome::Failed(_))
+        {
             return true;
         }
         outcome.acknowledge()
@@ -277,7 +308,12 @@ pub struct Item {
 
 impl fmt::Display for Item {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ids = |v: &[u8]| v.iter().map(|e| format!("e{}", e + 1)).collect::<Vec<_>>().join(",");
+        let ids = |v: &[u8]| {
+            v.iter()
+                .map(|e| format!("e{}", e + 1))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         write!(
             f,
             "{{status {}, last_event_seq {} (e{}), history [{}], rejected [{}]}}",
@@ -293,9 +329,16 @@ impl fmt::Display for Item {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Worker {
     Idle,
-    Applying { msg: u8, tries: u8 },
+    Applying {
+        msg: u8,
+        tries: u8,
+    },
     /// Recording the rejection decided from `observed`.
-    Recording { msg: u8, observed: Item, tries: u8 },
+    Recording {
+        msg: u8,
+        observed: Item,
+        tries: u8,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -324,10 +367,21 @@ pub struct State {
 pub enum Action {
     /// SQS hands message `msg` (a first delivery, a redelivery or a
     /// duplicate copy) to an idle worker.
-    Receive { worker: u8, msg: u8 },
-    Apply { worker: u8, fault: Fault },
-    Record { worker: u8, fault: Fault },
-    Crash { worker: u8 },
+    Receive {
+        worker: u8,
+        msg: u8,
+    },
+    Apply {
+        worker: u8,
+        fault: Fault,
+    },
+    Record {
+        worker: u8,
+        fault: Fault,
+    },
+    Crash {
+        worker: u8,
+    },
 }
 
 impl Model for OrdersModel {
@@ -352,7 +406,10 @@ impl Model for OrdersModel {
                 Worker::Idle => {
                     for (m, msg) in s.msgs.iter().enumerate() {
                         if !msg.acked && msg.receives < self.max_receives {
-                            out.push(Action::Receive { worker, msg: m as u8 });
+                            out.push(Action::Receive {
+                                worker,
+                                msg: m as u8,
+                            });
                         }
                     }
                 }
@@ -379,7 +436,9 @@ impl Model for OrdersModel {
             Action::Crash { worker } => s.workers[usize::from(worker)] = Worker::Idle,
             Action::Apply { worker, fault } => {
                 let w = usize::from(worker);
-                let Worker::Applying { msg, tries } = s.workers[w].clone() else { return None };
+                let Worker::Applying { msg, tries } = s.workers[w].clone() else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
                 let ev = &self.events[usize::from(msg)];
@@ -387,7 +446,9 @@ impl Model for OrdersModel {
                     if retry_left {
                         s.workers[w] = Worker::Applying { msg, tries };
                     } else {
-                        let e = StoreError::Throttled { code: "ProvisionedThroughputExceededException".into() };
+                        let e = StoreError::Throttled {
+                            code: "ProvisionedThroughputExceededException".into(),
+                        };
                         self.settle(&mut s, w, msg, Err(e));
                     }
                     return Some(s);
@@ -426,14 +487,23 @@ impl Model for OrdersModel {
                     (Ok(Outcome::Rejected { .. }), Some(observed))
                         if self.mutation != Some(Mutation::NoRejectionRecord) =>
                     {
-                        s.workers[w] = Worker::Recording { msg, observed: observed.clone(), tries: 0 };
+                        s.workers[w] = Worker::Recording {
+                            msg,
+                            observed: observed.clone(),
+                            tries: 0,
+                        };
                     }
                     _ => self.settle(&mut s, w, msg, outcome),
                 }
             }
             Action::Record { worker, fault } => {
                 let w = usize::from(worker);
-                let Worker::Recording { msg, observed, tries } = s.workers[w].clone() else {
+                let Worker::Recording {
+                    msg,
+                    observed,
+                    tries,
+                } = s.workers[w].clone()
+                else {
                     return None;
                 };
                 let tries = tries + 1;
@@ -441,29 +511,46 @@ impl Model for OrdersModel {
                 let ev = &self.events[usize::from(msg)];
                 if fault == Fault::Throttled {
                     if retry_left {
-                        s.workers[w] = Worker::Recording { msg, observed, tries };
+                        s.workers[w] = Worker::Recording {
+                            msg,
+                            observed,
+                            tries,
+                        };
                     } else {
-                        let e = StoreError::Throttled { code: "ThrottlingException".into() };
+                        let e = StoreError::Throttled {
+                            code: "ThrottlingException".into(),
+                        };
                         self.settle(&mut s, w, msg, Err(e));
                     }
                     return Some(s);
                 }
-                let admits = s
-                    .item
-                    .as_ref()
-                    .is_some_and(|it| it.status == observed.status && it.last_seq == observed.last_seq);
+                let admits = s.item.as_ref().is_some_and(|it| {
+                    it.status == observed.status && it.last_seq == observed.last_seq
+                });
                 if admits {
                     // The windows, by the code's function.
                     let idx = |v: &[u8]| v.iter().map(u8::to_string).collect::<Vec<_>>();
                     let back = |v: Vec<String>| v.iter().filter_map(|x| x.parse().ok()).collect();
                     let it = s.item.as_mut().expect("admitted");
-                    it.processed = back(window_after(&idx(&observed.processed), msg.to_string(), self.window));
-                    it.rejected = back(window_after(&idx(&observed.rejected), msg.to_string(), self.window));
+                    it.processed = back(window_after(
+                        &idx(&observed.processed),
+                        msg.to_string(),
+                        self.window,
+                    ));
+                    it.rejected = back(window_after(
+                        &idx(&observed.rejected),
+                        msg.to_string(),
+                        self.window,
+                    ));
                     it.last_seq = ev.seq.get();
                     it.last_event = msg;
                     if fault == Fault::AnswerLost {
                         if retry_left {
-                            s.workers[w] = Worker::Recording { msg, observed, tries };
+                            s.workers[w] = Worker::Recording {
+                                msg,
+                                observed,
+                                tries,
+                            };
                         } else {
                             self.settle(&mut s, w, msg, Err(StoreError::Network));
                         }
@@ -486,16 +573,19 @@ impl Model for OrdersModel {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always("an acknowledged event is applied or durably recorded", |_, s: &State| {
-                !s.ghost.acked_unrecorded
-            }),
+            Property::always(
+                "an acknowledged event is applied or durably recorded",
+                |_, s: &State| !s.ghost.acked_unrecorded,
+            ),
             Property::always(
                 "the final item is the same for every delivery order and duplication",
                 |m: &OrdersModel, s: &State| {
                     !s.msgs.iter().all(|x| x.acked) || s.item == m.expected
                 },
             ),
-            Property::always("no event is applied twice", |_, s: &State| !s.ghost.applied_twice),
+            Property::always("no event is applied twice", |_, s: &State| {
+                !s.ghost.applied_twice
+            }),
             Property::always(
                 "nothing is acknowledged that a later redelivery would change",
                 |m: &OrdersModel, s: &State| {
@@ -505,17 +595,23 @@ impl Model for OrdersModel {
                         .all(|(i, x)| !x.acked || !m.admits(&m.events[i], s.item.as_ref()))
                 },
             ),
-            Property::sometimes("sometimes: every message is acknowledged", |_, s: &State| {
-                s.msgs.iter().all(|x| x.acked)
-            }),
+            Property::sometimes(
+                "sometimes: every message is acknowledged",
+                |_, s: &State| s.msgs.iter().all(|x| x.acked),
+            ),
             Property::sometimes("sometimes: an event waits as Early", |_, s: &State| {
-                s.last_verdict.as_ref().is_some_and(|v| v.1.starts_with("Early"))
-            }),
-            Property::sometimes("sometimes: a redelivery is a Duplicate or Stale", |_, s: &State| {
                 s.last_verdict
                     .as_ref()
-                    .is_some_and(|v| v.1.starts_with("Duplicate") || v.1.starts_with("Stale"))
+                    .is_some_and(|v| v.1.starts_with("Early"))
             }),
+            Property::sometimes(
+                "sometimes: a redelivery is a Duplicate or Stale",
+                |_, s: &State| {
+                    s.last_verdict
+                        .as_ref()
+                        .is_some_and(|v| v.1.starts_with("Duplicate") || v.1.starts_with("Stale"))
+                },
+            ),
         ]
     }
 }
@@ -526,17 +622,25 @@ impl Narrate for OrdersModel {
             let e = &self.events[usize::from(m)];
             format!("e{} ({} seq {})", m + 1, e.kind(), e.seq.get())
         };
-        let item = |s: &State| s.item.as_ref().map_or("no item".to_owned(), ToString::to_string);
+        let item = |s: &State| {
+            s.item
+                .as_ref()
+                .map_or("no item".to_owned(), ToString::to_string)
+        };
         let verdict = || match &after.last_verdict {
             None if matches!(action, Action::Apply { worker, .. }
                 if matches!(after.workers[usize::from(*worker)], Worker::Recording { .. })
                     && !matches!(before.workers[usize::from(*worker)], Worker::Recording { .. })) =>
             {
-                " -> Rejected in its turn: records the rejection before acknowledging".to_owned()
+                " -> Rejected: records the rejection before acknowledging".to_owned()
             }
             Some((m, v)) => format!(
                 " -> {v}; {}",
-                if after.msgs[usize::from(*m)].acked { "message DELETED (acknowledged)" } else { "message left to come back" }
+                if after.msgs[usize::from(*m)].acked {
+                    "message DELETED (acknowledged)"
+                } else {
+                    "message left to come back"
+                }
             ),
             None => String::new(),
         };
@@ -562,21 +666,46 @@ impl Narrate for OrdersModel {
                     _ if before.item != after.item => format!("applied: {}", item(after)),
                     _ => format!("REFUSED, ALL_OLD = {}", item(before)),
                 };
-                let lost = if *fault == Fault::AnswerLost { " (answer LOST)" } else { "" };
-                format!("worker {worker} sends {name} for {}: {what}{lost}{}", ev(msg), verdict())
+                let lost = if *fault == Fault::AnswerLost {
+                    " (answer LOST)"
+                } else {
+                    ""
+                };
+                format!(
+                    "worker {worker} sends {name} for {}: {what}{lost}{}",
+                    ev(msg),
+                    verdict()
+                )
             }
         }
     }
 
     fn summary(&self, s: &State) -> String {
-        let item = s.item.as_ref().map_or("no item".to_owned(), ToString::to_string);
-        let expected = self.expected.as_ref().map_or("no item".to_owned(), ToString::to_string);
+        let item = s
+            .item
+            .as_ref()
+            .map_or("no item".to_owned(), ToString::to_string);
+        let expected = self
+            .expected
+            .as_ref()
+            .map_or("no item".to_owned(), ToString::to_string);
         let msgs: Vec<String> = s
             .msgs
             .iter()
             .enumerate()
-            .map(|(i, m)| format!("e{}: {} receives{}", i + 1, m.receives, if m.acked { ", acked" } else { "" }))
+            .map(|(i, m)| {
+                format!(
+                    "e{}: {} receives{}",
+                    i + 1,
+                    m.receives,
+                    if m.acked { ", acked" } else { "" }
+                )
+            })
             .collect();
-        format!("item {item} (in order: {expected}); {}; ghost {:?}", msgs.join(", "), s.ghost)
+        format!(
+            "item {item} (in order: {expected}); {}; ghost {:?}",
+            msgs.join(", "),
+            s.ghost
+        )
     }
 }

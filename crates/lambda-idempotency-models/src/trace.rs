@@ -61,9 +61,9 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Check `model` exhaustively (breadth first, so a counterexample is a
-/// shortest one), on two threads, until every state is seen, or (with
-/// `stop_at_failure`) until an `always` property fails.
+/// Check `model` exhaustively, breadth first, on two threads, until every
+/// state is seen, or (with `stop_at_failure`, on one thread, so that the
+/// counterexample is a shortest one) until an `always` property fails.
 pub fn check<M>(model: M, stop_at_failure: bool) -> (M, Report)
 where
     M: Narrate + Clone + Send + Sync + 'static,
@@ -71,7 +71,10 @@ where
     M::Action: std::fmt::Debug + Clone + PartialEq + Send + Sync + 'static,
 {
     let started = Instant::now();
-    let mut builder = model.clone().checker().threads(2);
+    // A mutation's check runs on one thread: breadth first on one thread
+    // is strictly level by level, so its counterexample is a shortest one.
+    let threads = if stop_at_failure { 1 } else { 2 };
+    let mut builder = model.clone().checker().threads(threads);
     if stop_at_failure {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }

@@ -4,7 +4,11 @@ use lambda_idempotency_models::trace::{assert_caught, assert_holds, deep};
 
 #[test]
 fn holds_across_principals() {
-    let m = if deep() { HttpModel::deep() } else { HttpModel::principals() };
+    let m = if deep() {
+        HttpModel::deep()
+    } else {
+        HttpModel::principals()
+    };
     assert_holds(m);
 }
 
@@ -21,7 +25,10 @@ fn caught(m: HttpModel, property: &'static str) {
 
 #[test]
 fn mutation_own_409_is_caught() {
-    caught(HttpModel::principals().with(Mutation::Own409), "no request is answered 409 by its own claim");
+    caught(
+        HttpModel::principals().with(Mutation::Own409),
+        "no request is answered 409 by its own claim",
+    );
 }
 
 #[test]
@@ -42,5 +49,8 @@ fn mutation_no_route_check_is_caught() {
 
 #[test]
 fn mutation_store_every_status_is_caught() {
-    caught(HttpModel::principals().with(Mutation::StoreEveryStatus), "no 5xx or 429 is replayed");
+    caught(
+        HttpModel::principals().with(Mutation::StoreEveryStatus),
+        "no 5xx or 429 is replayed",
+    );
 }

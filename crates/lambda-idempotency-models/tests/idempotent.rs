@@ -3,7 +3,11 @@ use lambda_idempotency_models::idempotent::{CallSpec, IdempotentModel, Mutation}
 use lambda_idempotency_models::trace::{assert_caught, assert_holds, deep};
 
 fn model() -> IdempotentModel {
-    if deep() { IdempotentModel::deep() } else { IdempotentModel::small() }
+    if deep() {
+        IdempotentModel::deep()
+    } else {
+        IdempotentModel::small()
+    }
 }
 
 #[test]
@@ -16,10 +20,16 @@ fn holds() {
 fn holds_with_clock_skew() {
     // Two calls (on two instances), each clock up to a tick off: the
     // three-call world with skew is the deep check's.
-    let mut m = IdempotentModel { skew_ms: 1000, ..IdempotentModel::small() };
+    let mut m = IdempotentModel {
+        skew_ms: 1000,
+        ..IdempotentModel::small()
+    };
     if !deep() {
         m.calls.truncate(1);
-        m.calls.push(CallSpec { instance: 1, payload: 0 });
+        m.calls.push(CallSpec {
+            instance: 1,
+            payload: 0,
+        });
     }
     assert_holds(m);
 }
@@ -31,20 +41,32 @@ fn caught(m: Mutation, property: &'static str) {
 
 #[test]
 fn mutation_own_claim_in_progress_is_caught() {
-    caught(Mutation::OwnClaimInProgress, "no caller is told InProgress by its own claim");
+    caught(
+        Mutation::OwnClaimInProgress,
+        "no caller is told InProgress by its own claim",
+    );
 }
 
 #[test]
 fn mutation_cache_ignores_expiry_is_caught() {
-    caught(Mutation::CacheIgnoresExpiry, "no expired record is served as completed");
+    caught(
+        Mutation::CacheIgnoresExpiry,
+        "no expired record is served as completed",
+    );
 }
 
 #[test]
 fn mutation_no_release_on_failure_is_caught() {
-    caught(Mutation::NoReleaseOnFailure, "a failed run gives its key back");
+    caught(
+        Mutation::NoReleaseOnFailure,
+        "a failed run gives its key back",
+    );
 }
 
 #[test]
 fn mutation_answer_before_completion_is_caught() {
-    caught(Mutation::AnswerBeforeCompletion, "every output answered is the committed one");
+    caught(
+        Mutation::AnswerBeforeCompletion,
+        "every output answered is the committed one",
+    );
 }

@@ -4,7 +4,11 @@ use lambda_idempotency_models::trace::{assert_caught, assert_holds, deep};
 
 #[test]
 fn holds_for_legal_transitions() {
-    assert_holds(if deep() { OrdersModel::deep() } else { OrdersModel::legal() });
+    assert_holds(if deep() {
+        OrdersModel::deep()
+    } else {
+        OrdersModel::legal()
+    });
 }
 
 #[test]

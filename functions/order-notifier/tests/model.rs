@@ -60,11 +60,11 @@ use std::fmt;
 use std::time::Duration;
 
 use lambda_idempotency::RecordOutcome;
+use lambda_idempotency::StoreError;
 use order_notifier::domain::{
     ClaimRefusal, LeasePolicy, NotifyError, NotifyOutcome, Stored, TooLate, classify_claim_refusal,
 };
 use order_notifier::webhook::Delivery;
-use lambda_idempotency::StoreError;
 use stateright::{Model, Property};
 
 use lambda_idempotency_models::idempotent::Fault;
@@ -110,7 +110,10 @@ impl NotifierModel {
     }
     /// `make model-check-deep`: three attempts.
     pub fn deep() -> Self {
-        NotifierModel { attempts: 3, ..Self::small() }
+        NotifierModel {
+            attempts: 3,
+            ..Self::small()
+        }
     }
     pub fn with(mut self, m: Mutation) -> Self {
         self.mutation = Some(m);
@@ -141,7 +144,10 @@ impl fmt::Display for Item {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Item::Sending { by, lease_until_ms } => {
-                write!(f, "SENDING{{claim of attempt#{by}, lease until {lease_until_ms}ms}}")
+                write!(
+                    f,
+                    "SENDING{{claim of attempt#{by}, lease until {lease_until_ms}ms}}"
+                )
             }
             Item::Sent => f.write_str("SENT"),
             Item::Rejected => f.write_str("REJECTED"),
@@ -153,11 +159,23 @@ impl fmt::Display for Item {
 pub enum Pc {
     Idle,
     /// The claim, sent at `sent_ms` (true time) with `now_ms` (its clock).
-    Claiming { sent_ms: u64, now_ms: u64, lease_until_ms: u64, tries: u8 },
+    Claiming {
+        sent_ms: u64,
+        now_ms: u64,
+        lease_until_ms: u64,
+        tries: u8,
+    },
     /// The POST, started at `started_ms`.
-    Posting { started_ms: u64 },
-    Finishing { sent: bool, tries: u8 },
-    Releasing { then: Verdict },
+    Posting {
+        started_ms: u64,
+    },
+    Finishing {
+        sent: bool,
+        tries: u8,
+    },
+    Releasing {
+        then: Verdict,
+    },
     Done(Verdict),
     Dead,
 }
@@ -202,14 +220,34 @@ pub struct State {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Action {
-    Start { attempt: u8, offset: u64, left_ms: u64 },
-    Claim { attempt: u8, fault: Fault },
+    Start {
+        attempt: u8,
+        offset: u64,
+        left_ms: u64,
+    },
+    Claim {
+        attempt: u8,
+        fault: Fault,
+    },
     /// The SDK's operation timeout: the claim is given up (unapplied).
-    ClaimTimesOut { attempt: u8 },
-    Answer { attempt: u8, status: Option<u16> },
-    Finish { attempt: u8, fault: Fault },
-    Release { attempt: u8, fault: Fault },
-    Crash { attempt: u8 },
+    ClaimTimesOut {
+        attempt: u8,
+    },
+    Answer {
+        attempt: u8,
+        status: Option<u16>,
+    },
+    Finish {
+        attempt: u8,
+        fault: Fault,
+    },
+    Release {
+        attempt: u8,
+        fault: Fault,
+    },
+    Crash {
+        attempt: u8,
+    },
     Tick,
 }
 
@@ -218,7 +256,10 @@ impl State {
     /// it (none failed, so none is retried: the stream has moved on), yet
     /// the provider accepted nothing and the record is not REJECTED.
     pub fn given_up_unsent(&self) -> bool {
-        let quiet = self.attempts.iter().all(|a| matches!(a.pc, Pc::Idle | Pc::Done(_) | Pc::Dead));
+        let quiet = self
+            .attempts
+            .iter()
+            .all(|a| matches!(a.pc, Pc::Idle | Pc::Done(_) | Pc::Dead));
         quiet
             && self.ghost.acks > 0
             && self.ghost.failures == 0
@@ -243,7 +284,10 @@ impl NotifierModel {
         };
         let mut ack = outcome.acknowledge();
         if self.mutation == Some(Mutation::AckProviderFailure)
-            && matches!(r, Err(NotifyError::Provider { .. } | NotifyError::ProviderUnreachable))
+            && matches!(
+                r,
+                Err(NotifyError::Provider { .. } | NotifyError::ProviderUnreachable)
+            )
         {
             ack = true;
         }
@@ -261,7 +305,9 @@ impl NotifierModel {
     }
 
     fn fail(&self, s: &mut State, a: usize, e: NotifyError) {
-        s.attempts[a].pc = Pc::Releasing { then: Verdict::Error(format!("{e:?}")) };
+        s.attempts[a].pc = Pc::Releasing {
+            then: Verdict::Error(format!("{e:?}")),
+        };
     }
 
     /// The claim is confirmed (granted, or refused against its own
@@ -272,7 +318,11 @@ impl NotifierModel {
             self.mutation,
             Some(Mutation::NoCheckBeforePost | Mutation::LeaseShorterThanPost)
         );
-        if !skip && let Err(late) = self.policy().may_post(self.clock(s, a), left, lease_until_ms) {
+        if !skip
+            && let Err(late) = self
+                .policy()
+                .may_post(self.clock(s, a), left, lease_until_ms)
+        {
             let e = match late {
                 TooLate::Deadline => NotifyError::DeadlineTooClose,
                 TooLate::Lease => NotifyError::LeaseTooShort,
@@ -281,7 +331,11 @@ impl NotifierModel {
             return;
         }
         let end = s.t + self.post_ms();
-        if s.ghost.in_flight.iter().any(|&(b, until)| b as usize != a && until >= s.t) {
+        if s.ghost
+            .in_flight
+            .iter()
+            .any(|&(b, until)| b as usize != a && until >= s.t)
+        {
             s.ghost.two_in_flight = true;
         }
         s.ghost.in_flight.push((a as u8, end));
@@ -298,7 +352,9 @@ fn error_of(v: &Verdict) -> NotifyError {
     match v {
         Verdict::Error(e) if e.starts_with("DeadlineTooClose") => NotifyError::DeadlineTooClose,
         Verdict::Error(e) if e.starts_with("LeaseTooShort") => NotifyError::LeaseTooShort,
-        Verdict::Error(e) if e.starts_with("ProviderUnreachable") => NotifyError::ProviderUnreachable,
+        Verdict::Error(e) if e.starts_with("ProviderUnreachable") => {
+            NotifyError::ProviderUnreachable
+        }
         Verdict::Error(e) if e.starts_with("Provider") => NotifyError::Provider { status: 503 },
         _ => NotifyError::Store(StoreError::Network),
     }
@@ -312,7 +368,14 @@ impl Model for NotifierModel {
         vec![State {
             t: 0,
             item: None,
-            attempts: vec![Attempt { pc: Pc::Idle, offset: 0, cutoff_ms: 0 }; usize::from(self.attempts)],
+            attempts: vec![
+                Attempt {
+                    pc: Pc::Idle,
+                    offset: 0,
+                    cutoff_ms: 0
+                };
+                usize::from(self.attempts)
+            ],
             ghost: Ghost::default(),
         }]
     }
@@ -328,10 +391,18 @@ impl Model for NotifierModel {
                     // has its own invocation retried, whatever another
                     // attempt acknowledged (a redelivery).
                     {
-                        let offsets: &[u64] = if self.skew_ms == 0 { &[0] } else { &[0, self.skew_ms] };
+                        let offsets: &[u64] = if self.skew_ms == 0 {
+                            &[0]
+                        } else {
+                            &[0, self.skew_ms]
+                        };
                         for &offset in offsets {
                             for &left_ms in &self.lefts_ms {
-                                out.push(Action::Start { attempt, offset, left_ms });
+                                out.push(Action::Start {
+                                    attempt,
+                                    offset,
+                                    left_ms,
+                                });
                             }
                         }
                     }
@@ -348,12 +419,20 @@ impl Model for NotifierModel {
                         out.push(Action::Answer { attempt, status });
                     }
                 }
-                Pc::Finishing { .. } => {
-                    out.extend(faults.iter().map(|&fault| Action::Finish { attempt, fault }))
-                }
+                Pc::Finishing { .. } => out.extend(
+                    faults
+                        .iter()
+                        .map(|&fault| Action::Finish { attempt, fault }),
+                ),
                 Pc::Releasing { .. } => {
-                    out.push(Action::Release { attempt, fault: Fault::None });
-                    out.push(Action::Release { attempt, fault: Fault::Throttled });
+                    out.push(Action::Release {
+                        attempt,
+                        fault: Fault::None,
+                    });
+                    out.push(Action::Release {
+                        attempt,
+                        fault: Fault::Throttled,
+                    });
                 }
                 Pc::Done(_) | Pc::Dead => {}
             }
@@ -363,9 +442,9 @@ impl Model for NotifierModel {
         }
         // Time passes only when no POST is due to end now (a POST ends by
         // its timeout).
-        let due = s.attempts.iter().any(|a| {
-            matches!(a.pc, Pc::Posting { started_ms } if started_ms + self.post_ms() <= s.t)
-        });
+        let due = s.attempts.iter().any(
+            |a| matches!(a.pc, Pc::Posting { started_ms } if started_ms + self.post_ms() <= s.t),
+        );
         if s.t + self.tick_ms <= self.horizon_ms && !due {
             out.push(Action::Tick);
         }
@@ -386,13 +465,19 @@ impl Model for NotifierModel {
                     }
                 }
                 let t = s.t;
-                s.ghost.in_flight.retain(|&(_, until)| until > t || until == t);
+                s.ghost
+                    .in_flight
+                    .retain(|&(_, until)| until > t || until == t);
             }
             Action::Crash { attempt } => {
                 s.attempts[usize::from(attempt)].pc = Pc::Dead;
                 s.ghost.failures += 1;
             }
-            Action::Start { attempt, offset, left_ms } => {
+            Action::Start {
+                attempt,
+                offset,
+                left_ms,
+            } => {
                 let a = usize::from(attempt);
                 s.attempts[a].offset = offset;
                 s.attempts[a].cutoff_ms = s.t + left_ms;
@@ -402,7 +487,12 @@ impl Model for NotifierModel {
                     policy.post = Duration::ZERO;
                 }
                 let lease_until_ms = policy.lease_until(now, Duration::from_millis(left_ms));
-                s.attempts[a].pc = Pc::Claiming { sent_ms: s.t, now_ms: now, lease_until_ms, tries: 0 };
+                s.attempts[a].pc = Pc::Claiming {
+                    sent_ms: s.t,
+                    now_ms: now,
+                    lease_until_ms,
+                    tries: 0,
+                };
             }
             Action::ClaimTimesOut { attempt } => {
                 let a = usize::from(attempt);
@@ -410,14 +500,25 @@ impl Model for NotifierModel {
             }
             Action::Claim { attempt, fault } => {
                 let a = usize::from(attempt);
-                let Pc::Claiming { sent_ms, now_ms, lease_until_ms, tries } = s.attempts[a].pc else {
+                let Pc::Claiming {
+                    sent_ms,
+                    now_ms,
+                    lease_until_ms,
+                    tries,
+                } = s.attempts[a].pc
+                else {
                     return None;
                 };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
                 if fault == Fault::Throttled {
                     if retry_left {
-                        s.attempts[a].pc = Pc::Claiming { sent_ms, now_ms, lease_until_ms, tries };
+                        s.attempts[a].pc = Pc::Claiming {
+                            sent_ms,
+                            now_ms,
+                            lease_until_ms,
+                            tries,
+                        };
                     } else {
                         self.fail(&mut s, a, NotifyError::Store(StoreError::Network));
                     }
@@ -425,14 +526,24 @@ impl Model for NotifierModel {
                 }
                 let admits = match &s.item {
                     None => true,
-                    Some(Item::Sending { lease_until_ms: l, .. }) => *l < now_ms,
+                    Some(Item::Sending {
+                        lease_until_ms: l, ..
+                    }) => *l < now_ms,
                     Some(_) => false,
                 };
                 if admits {
-                    s.item = Some(Item::Sending { by: attempt, lease_until_ms });
+                    s.item = Some(Item::Sending {
+                        by: attempt,
+                        lease_until_ms,
+                    });
                     if fault == Fault::AnswerLost {
                         if retry_left {
-                            s.attempts[a].pc = Pc::Claiming { sent_ms, now_ms, lease_until_ms, tries };
+                            s.attempts[a].pc = Pc::Claiming {
+                                sent_ms,
+                                now_ms,
+                                lease_until_ms,
+                                tries,
+                            };
                         } else {
                             self.fail(&mut s, a, NotifyError::Store(StoreError::Network));
                         }
@@ -466,10 +577,16 @@ impl Model for NotifierModel {
                 match status.map(Delivery::of_status) {
                     Some(Delivery::Accepted(_)) => {
                         s.ghost.accepted = true;
-                        s.attempts[a].pc = Pc::Finishing { sent: true, tries: 0 };
+                        s.attempts[a].pc = Pc::Finishing {
+                            sent: true,
+                            tries: 0,
+                        };
                     }
                     Some(Delivery::Refused(_)) => {
-                        s.attempts[a].pc = Pc::Finishing { sent: false, tries: 0 };
+                        s.attempts[a].pc = Pc::Finishing {
+                            sent: false,
+                            tries: 0,
+                        };
                     }
                     Some(Delivery::Retry(code)) => {
                         self.fail(&mut s, a, NotifyError::Provider { status: code })
@@ -481,11 +598,16 @@ impl Model for NotifierModel {
             }
             Action::Finish { attempt, fault } => {
                 let a = usize::from(attempt);
-                let Pc::Finishing { sent, tries } = s.attempts[a].pc else { return None };
+                let Pc::Finishing { sent, tries } = s.attempts[a].pc else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
-                let outcome =
-                    if sent { NotifyOutcome::Sent } else { NotifyOutcome::Rejected { status: 422 } };
+                let outcome = if sent {
+                    NotifyOutcome::Sent
+                } else {
+                    NotifyOutcome::Rejected { status: 422 }
+                };
                 if fault == Fault::Throttled {
                     if retry_left {
                         s.attempts[a].pc = Pc::Finishing { sent, tries };
@@ -512,7 +634,9 @@ impl Model for NotifierModel {
             }
             Action::Release { attempt, fault } => {
                 let a = usize::from(attempt);
-                let Pc::Releasing { then } = s.attempts[a].pc.clone() else { return None };
+                let Pc::Releasing { then } = s.attempts[a].pc.clone() else {
+                    return None;
+                };
                 if fault != Fault::Throttled
                     && let Some(Item::Sending { by, lease_until_ms }) = &mut s.item
                     && *by == attempt
@@ -535,43 +659,75 @@ impl Model for NotifierModel {
                 "every acknowledged notification is sent or durably recorded as not sendable",
                 |_, s: &State| !s.given_up_unsent(),
             ),
-            Property::sometimes("sometimes: the notification is sent and acknowledged", |_, s: &State| {
-                s.ghost.acked && s.item == Some(Item::Sent)
+            Property::sometimes(
+                "sometimes: the notification is sent and acknowledged",
+                |_, s: &State| s.ghost.acked && s.item == Some(Item::Sent),
+            ),
+            Property::sometimes("sometimes: a second attempt is Busy", |_, s: &State| {
+                s.ghost.busy
             }),
-            Property::sometimes("sometimes: a second attempt is Busy", |_, s: &State| s.ghost.busy),
-            Property::sometimes("sometimes: it is POSTed twice (one after the other)", |_, s: &State| {
-                s.ghost.posts >= 2
-            }),
+            Property::sometimes(
+                "sometimes: it is POSTed twice (one after the other)",
+                |_, s: &State| s.ghost.posts >= 2,
+            ),
         ]
     }
 }
 
 impl Narrate for NotifierModel {
     fn narrate(&self, before: &State, action: &Action, after: &State) -> String {
-        let item = |s: &State| s.item.as_ref().map_or("no record".to_owned(), ToString::to_string);
+        let item = |s: &State| {
+            s.item
+                .as_ref()
+                .map_or("no record".to_owned(), ToString::to_string)
+        };
         let pc = |a: u8| match &after.attempts[usize::from(a)].pc {
-            Pc::Done(v) => format!(" -> {v:?}{}", if after.ghost.acked && !before.ghost.acked { ", ACKNOWLEDGED" } else { "" }),
+            Pc::Done(v) => format!(
+                " -> {v:?}{}",
+                if after.ghost.acked && !before.ghost.acked {
+                    ", ACKNOWLEDGED"
+                } else {
+                    ""
+                }
+            ),
             Pc::Posting { .. } => " -> POST starts".to_owned(),
             other => format!(" -> {other:?}"),
         };
         let t = format!("[t={}ms]", before.t);
         match action {
             Action::Tick => format!("{t} time passes to {}ms", after.t),
-            Action::Start { attempt, offset, left_ms } => format!(
+            Action::Start {
+                attempt,
+                offset,
+                left_ms,
+            } => format!(
                 "{t} attempt#{attempt} starts (clock +{offset}ms, {left_ms}ms to its cutoff){}",
                 pc(*attempt)
             ),
             Action::Claim { attempt, fault } | Action::Finish { attempt, fault } => {
-                let name = if matches!(action, Action::Claim { .. }) { "claim" } else { "finish" };
+                let name = if matches!(action, Action::Claim { .. }) {
+                    "claim"
+                } else {
+                    "finish"
+                };
                 let what = match fault {
                     Fault::Throttled => "throttled".to_owned(),
                     _ if before.item != after.item => format!("applied: {}", item(after)),
                     _ => format!("REFUSED, ALL_OLD = {}", item(before)),
                 };
-                let lost = if *fault == Fault::AnswerLost { " (answer LOST)" } else { "" };
-                format!("{t} attempt#{attempt} sends UpdateItem {name}: {what}{lost}{}", pc(*attempt))
+                let lost = if *fault == Fault::AnswerLost {
+                    " (answer LOST)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{t} attempt#{attempt} sends UpdateItem {name}: {what}{lost}{}",
+                    pc(*attempt)
+                )
             }
-            Action::ClaimTimesOut { attempt } => format!("{t} attempt#{attempt}'s claim times out{}", pc(*attempt)),
+            Action::ClaimTimesOut { attempt } => {
+                format!("{t} attempt#{attempt}'s claim times out{}", pc(*attempt))
+            }
             Action::Answer { attempt, status } => format!(
                 "{t} the provider answers attempt#{attempt}'s POST: {}{}",
                 status.map_or("nothing (timeout)".to_owned(), |c| c.to_string()),
@@ -579,7 +735,11 @@ impl Narrate for NotifierModel {
             ),
             Action::Release { attempt, fault } => format!(
                 "{t} attempt#{attempt} releases ({}){}",
-                if *fault == Fault::Throttled { "throttled" } else { "sent" },
+                if *fault == Fault::Throttled {
+                    "throttled"
+                } else {
+                    "sent"
+                },
                 pc(*attempt)
             ),
             Action::Crash { attempt } => format!("{t} attempt#{attempt} crashes"),
@@ -587,14 +747,24 @@ impl Narrate for NotifierModel {
     }
 
     fn summary(&self, s: &State) -> String {
-        let item = s.item.as_ref().map_or("no record".to_owned(), ToString::to_string);
-        format!("record {item}; POSTs in flight (attempt, until): {:?}; ghost {:?}", s.ghost.in_flight, s.ghost)
+        let item = s
+            .item
+            .as_ref()
+            .map_or("no record".to_owned(), ToString::to_string);
+        format!(
+            "record {item}; POSTs in flight (attempt, until): {:?}; ghost {:?}",
+            s.ghost.in_flight, s.ghost
+        )
     }
 }
 
 #[test]
 fn holds() {
-    assert_holds(if deep() { NotifierModel::deep() } else { NotifierModel::small() });
+    assert_holds(if deep() {
+        NotifierModel::deep()
+    } else {
+        NotifierModel::small()
+    });
 }
 
 fn caught(m: Mutation, property: &'static str) {
@@ -604,12 +774,18 @@ fn caught(m: Mutation, property: &'static str) {
 
 #[test]
 fn mutation_lease_shorter_than_post_is_caught() {
-    caught(Mutation::LeaseShorterThanPost, "at most one POST per notification is in flight at any time");
+    caught(
+        Mutation::LeaseShorterThanPost,
+        "at most one POST per notification is in flight at any time",
+    );
 }
 
 #[test]
 fn mutation_no_check_before_post_is_caught() {
-    caught(Mutation::NoCheckBeforePost, "at most one POST per notification is in flight at any time");
+    caught(
+        Mutation::NoCheckBeforePost,
+        "at most one POST per notification is in flight at any time",
+    );
 }
 
 #[test]

@@ -55,8 +55,8 @@ use lambda_idempotency_models::idempotent::Fault;
 use lambda_idempotency_models::trace::{Narrate, assert_caught, assert_holds, deep};
 use payment_ledger::LedgerEvent;
 use payment_ledger::domain::{
-    AccountSnapshot, Cancellation, Decision, EntrySnapshot, LedgerOutcome, Reason, SuspenseSnapshot,
-    classify_cancellation, classify_park_refusal,
+    AccountSnapshot, Cancellation, Decision, EntrySnapshot, LedgerOutcome, Reason,
+    SuspenseSnapshot, classify_cancellation, classify_park_refusal,
 };
 use payment_ledger::event::{Movement, parse_body};
 use stateright::{Model, Property};
@@ -164,21 +164,29 @@ impl Store {
         self.entries.iter().find(|(k, _)| k == id).map(|(_, e)| e)
     }
     fn suspended(&self, id: &str) -> Option<(u8, u16)> {
-        self.suspense.iter().find(|(k, ..)| k == id).map(|(_, e, a)| (*e, *a))
+        self.suspense
+            .iter()
+            .find(|(k, ..)| k == id)
+            .map(|(_, e, a)| (*e, *a))
     }
 }
 
 impl fmt::Display for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries: Vec<String> =
-            self.entries.iter().map(|(k, e)| format!("{k}={:+}", e.amount)).collect();
+        let entries: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(k, e)| format!("{k}={:+}", e.amount))
+            .collect();
         let parked: Vec<&str> = self.suspense.iter().map(|(k, ..)| k.as_str()).collect();
         write!(
             f,
             "entries [{}], suspense [{}], account {}",
             entries.join(", "),
             parked.join(", "),
-            self.account.as_ref().map_or("none".to_owned(), |(c, b)| format!("{b} {c}"))
+            self.account
+                .as_ref()
+                .map_or("none".to_owned(), |(c, b)| format!("{b} {c}"))
         )
     }
 }
@@ -187,11 +195,22 @@ impl fmt::Display for Store {
 pub enum Worker {
     Idle,
     /// The transaction, token `attempt`.
-    Transacting { msg: u8, attempt: u16, tries: u8 },
+    Transacting {
+        msg: u8,
+        attempt: u16,
+        tries: u8,
+    },
     /// (Mutation) the account's own write after the entry.
-    Account { msg: u8 },
+    Account {
+        msg: u8,
+    },
     /// The suspense entry's Put.
-    Parking { msg: u8, attempt: u16, reason: String, tries: u8 },
+    Parking {
+        msg: u8,
+        attempt: u16,
+        reason: String,
+        tries: u8,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -304,9 +323,16 @@ impl LedgerModel {
         };
         let all_ok = matches!(entry, Reason::Ok)
             && capture.as_ref().is_none_or(|r| matches!(r, Reason::Ok))
-            && capture_parked.as_ref().is_none_or(|r| matches!(r, Reason::Ok))
+            && capture_parked
+                .as_ref()
+                .is_none_or(|r| matches!(r, Reason::Ok))
             && matches!(account, Reason::Ok);
-        (!all_ok).then_some(Cancellation { entry, capture, capture_parked, account })
+        (!all_ok).then_some(Cancellation {
+            entry,
+            capture,
+            capture_parked,
+            account,
+        })
     }
 
     fn commit(&self, st: &mut Store, m: u8, attempt: u16) {
@@ -333,7 +359,9 @@ impl LedgerModel {
     }
 
     fn post_balance(st: &mut Store, ev: &LedgerEvent) {
-        let (cur, bal) = st.account.get_or_insert_with(|| (ev.currency.as_str().to_owned(), 0));
+        let (cur, bal) = st
+            .account
+            .get_or_insert_with(|| (ev.currency.as_str().to_owned(), 0));
         let _ = cur;
         *bal += ev.signed_amount();
     }
@@ -405,12 +433,19 @@ impl Model for LedgerModel {
                 Worker::Idle => {
                     for (m, msg) in s.msgs.iter().enumerate() {
                         if !msg.acked && msg.receives < self.max_receives {
-                            out.push(Action::Receive { worker, msg: m as u8 });
+                            out.push(Action::Receive {
+                                worker,
+                                msg: m as u8,
+                            });
                         }
                     }
                 }
                 Worker::Transacting { .. } => {
-                    out.extend(faults.iter().map(|&fault| Action::Transact { worker, fault }));
+                    out.extend(
+                        faults
+                            .iter()
+                            .map(|&fault| Action::Transact { worker, fault }),
+                    );
                     out.push(Action::Crash { worker });
                 }
                 Worker::Account { .. } => {
@@ -434,25 +469,44 @@ impl Model for LedgerModel {
                 // Unique per receive (not a global counter: states that
                 // differ only in it would be explored apart).
                 let attempt = u16::from(msg) * 16 + u16::from(s.msgs[usize::from(msg)].receives);
-                s.workers[usize::from(worker)] = Worker::Transacting { msg, attempt, tries: 0 };
+                s.workers[usize::from(worker)] = Worker::Transacting {
+                    msg,
+                    attempt,
+                    tries: 0,
+                };
             }
             Action::Crash { worker } => s.workers[usize::from(worker)] = Worker::Idle,
             Action::AccountWrite { worker } => {
                 let w = usize::from(worker);
-                let Worker::Account { msg } = s.workers[w] else { return None };
+                let Worker::Account { msg } = s.workers[w] else {
+                    return None;
+                };
                 Self::post_balance(&mut s.store, self.ev(msg));
                 self.settle(&mut s, w, msg, Ok(LedgerOutcome::Applied));
             }
             Action::Transact { worker, fault } => {
                 let w = usize::from(worker);
-                let Worker::Transacting { msg, attempt, tries } = s.workers[w] else { return None };
+                let Worker::Transacting {
+                    msg,
+                    attempt,
+                    tries,
+                } = s.workers[w]
+                else {
+                    return None;
+                };
                 let tries = tries + 1;
                 let retry_left = tries < self.sdk_tries;
                 if fault == Fault::Throttled {
                     if retry_left {
-                        s.workers[w] = Worker::Transacting { msg, attempt, tries };
+                        s.workers[w] = Worker::Transacting {
+                            msg,
+                            attempt,
+                            tries,
+                        };
                     } else {
-                        let e = StoreError::Throttled { code: "ThrottlingException".into() };
+                        let e = StoreError::Throttled {
+                            code: "ThrottlingException".into(),
+                        };
                         self.settle(&mut s, w, msg, Err(e));
                     }
                     return Some(s);
@@ -467,7 +521,11 @@ impl Model for LedgerModel {
                         self.commit(&mut s.store, msg, attempt);
                         if fault == Fault::AnswerLost {
                             if retry_left {
-                                s.workers[w] = Worker::Transacting { msg, attempt, tries };
+                                s.workers[w] = Worker::Transacting {
+                                    msg,
+                                    attempt,
+                                    tries,
+                                };
                             } else {
                                 self.settle(&mut s, w, msg, Err(StoreError::Network));
                             }
@@ -497,7 +555,13 @@ impl Model for LedgerModel {
             }
             Action::Park { worker, fault } => {
                 let w = usize::from(worker);
-                let Worker::Parking { msg, attempt, reason, tries } = s.workers[w].clone() else {
+                let Worker::Parking {
+                    msg,
+                    attempt,
+                    reason,
+                    tries,
+                } = s.workers[w].clone()
+                else {
                     return None;
                 };
                 let tries = tries + 1;
@@ -506,15 +570,25 @@ impl Model for LedgerModel {
                 // The reason as decided (the cancellation of the snapshot
                 // the transaction saw is not kept: re-derived from it is
                 // the same code path; only its Debug is in the state).
-                let decided = |st: &Store| match self.cancellation(st, msg).map(|c| classify_cancellation(ev, &c)) {
+                let decided = |st: &Store| match self
+                    .cancellation(st, msg)
+                    .map(|c| classify_cancellation(ev, &c))
+                {
                     Some(Decision::Park(r)) => Some(r),
                     _ => None,
                 };
                 if fault == Fault::Throttled {
                     if retry_left {
-                        s.workers[w] = Worker::Parking { msg, attempt, reason, tries };
+                        s.workers[w] = Worker::Parking {
+                            msg,
+                            attempt,
+                            reason,
+                            tries,
+                        };
                     } else {
-                        let e = StoreError::Throttled { code: "ThrottlingException".into() };
+                        let e = StoreError::Throttled {
+                            code: "ThrottlingException".into(),
+                        };
                         self.settle(&mut s, w, msg, Err(e));
                     }
                     return Some(s);
@@ -525,7 +599,12 @@ impl Model for LedgerModel {
                         s.store.suspense.push((id, msg, attempt));
                         s.store.suspense.sort();
                         if fault == Fault::AnswerLost && retry_left {
-                            s.workers[w] = Worker::Parking { msg, attempt, reason, tries };
+                            s.workers[w] = Worker::Parking {
+                                msg,
+                                attempt,
+                                reason,
+                                tries,
+                            };
                             return Some(s);
                         }
                         if fault == Fault::AnswerLost {
@@ -539,7 +618,12 @@ impl Model for LedgerModel {
                     Some((e, a)) => {
                         let stored = self.suspense_snapshot(e, a);
                         let r = match decided(&s.store) {
-                            Some(reason) => classify_park_refusal(ev, reason, &format!("park-{attempt}"), Some(&stored)),
+                            Some(reason) => classify_park_refusal(
+                                ev,
+                                reason,
+                                &format!("park-{attempt}"),
+                                Some(&stored),
+                            ),
                             None => Err(StoreError::InconsistentRefusal),
                         };
                         self.settle(&mut s, w, msg, r);
@@ -552,21 +636,28 @@ impl Model for LedgerModel {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always("a balance equals the sum of the entries posted", |_, s: &State| {
-                let sum: i128 = s.store.entries.iter().map(|(_, e)| e.amount).sum();
-                s.store.account.as_ref().map_or(0, |(_, b)| *b) == sum
-            }),
-            Property::always("every acknowledged event is posted or parked", |_, s: &State| {
-                !s.ghost.acked_unrecorded
-            }),
+            Property::always(
+                "a balance equals the sum of the entries posted",
+                |_, s: &State| {
+                    let sum: i128 = s.store.entries.iter().map(|(_, e)| e.amount).sum();
+                    s.store.account.as_ref().map_or(0, |(_, b)| *b) == sum
+                },
+            ),
+            Property::always(
+                "every acknowledged event is posted or parked",
+                |_, s: &State| !s.ghost.acked_unrecorded,
+            ),
             Property::always(
                 "a refund is Early only while its capture may still be posted",
                 |_, s: &State| !s.ghost.early_on_parked,
             ),
-            Property::sometimes("sometimes: every message is acknowledged", |_, s: &State| {
-                s.msgs.iter().all(|m| m.acked)
+            Property::sometimes(
+                "sometimes: every message is acknowledged",
+                |_, s: &State| s.msgs.iter().all(|m| m.acked),
+            ),
+            Property::sometimes("sometimes: an event is parked", |_, s: &State| {
+                s.ghost.suspended
             }),
-            Property::sometimes("sometimes: an event is parked", |_, s: &State| s.ghost.suspended),
         ]
     }
 }
@@ -575,23 +666,38 @@ impl Narrate for LedgerModel {
     fn narrate(&self, before: &State, action: &Action, after: &State) -> String {
         let ev = |m: u8| {
             let e = self.ev(m);
-            format!("e{} ({} {} {} {})", m + 1, e.type_name(), e.entry_id(), e.amount.get(), e.currency.as_str())
+            format!(
+                "e{} ({} {} {} {})",
+                m + 1,
+                e.type_name(),
+                e.entry_id(),
+                e.amount.get(),
+                e.currency.as_str()
+            )
         };
         let verdict = || match &after.last_verdict {
             Some((m, v)) => format!(
                 " -> {v}; {}",
-                if after.msgs[usize::from(*m)].acked { "message DELETED" } else { "message left to come back" }
+                if after.msgs[usize::from(*m)].acked {
+                    "message DELETED"
+                } else {
+                    "message left to come back"
+                }
             ),
             None => match action {
                 Action::Transact { worker, .. } => match &after.workers[usize::from(*worker)] {
-                    Worker::Parking { reason, .. } => format!(" -> cannot be posted: parks it ({reason})"),
+                    Worker::Parking { reason, .. } => {
+                        format!(" -> cannot be posted: parks it ({reason})")
+                    }
                     _ => String::new(),
                 },
                 _ => String::new(),
             },
         };
         let msg_of = |w: u8| match &before.workers[usize::from(w)] {
-            Worker::Transacting { msg, .. } | Worker::Parking { msg, .. } | Worker::Account { msg } => *msg,
+            Worker::Transacting { msg, .. }
+            | Worker::Parking { msg, .. }
+            | Worker::Account { msg } => *msg,
             Worker::Idle => 0,
         };
         match action {
@@ -618,8 +724,16 @@ impl Narrate for LedgerModel {
                     _ if before.store != after.store => format!("committed: {}", after.store),
                     _ => format!("CANCELLED/REFUSED against {}", before.store),
                 };
-                let lost = if *fault == Fault::AnswerLost { " (answer LOST)" } else { "" };
-                format!("worker {worker} sends {name} for {}: {what}{lost}{}", ev(msg_of(*worker)), verdict())
+                let lost = if *fault == Fault::AnswerLost {
+                    " (answer LOST)"
+                } else {
+                    ""
+                };
+                format!(
+                    "worker {worker} sends {name} for {}: {what}{lost}{}",
+                    ev(msg_of(*worker)),
+                    verdict()
+                )
             }
         }
     }
@@ -629,7 +743,14 @@ impl Narrate for LedgerModel {
             .msgs
             .iter()
             .enumerate()
-            .map(|(i, m)| format!("e{}: {} receives{}", i + 1, m.receives, if m.acked { ", acked" } else { "" }))
+            .map(|(i, m)| {
+                format!(
+                    "e{}: {} receives{}",
+                    i + 1,
+                    m.receives,
+                    if m.acked { ", acked" } else { "" }
+                )
+            })
             .collect();
         format!("{}; {}; ghost {:?}", s.store, msgs.join(", "), s.ghost)
     }
@@ -642,7 +763,11 @@ fn holds_for_refunds() {
 
 #[test]
 fn holds_with_a_parked_capture() {
-    assert_holds(if deep() { LedgerModel::deep() } else { LedgerModel::parked() });
+    assert_holds(if deep() {
+        LedgerModel::deep()
+    } else {
+        LedgerModel::parked()
+    });
 }
 
 fn caught(m: LedgerModel, property: &'static str) {
@@ -661,7 +786,10 @@ fn mutation_parked_capture_ignored_is_caught() {
 
 #[test]
 fn mutation_ack_early_is_caught() {
-    caught(LedgerModel::refunds().with(Mutation::AckEarly), "every acknowledged event is posted or parked");
+    caught(
+        LedgerModel::refunds().with(Mutation::AckEarly),
+        "every acknowledged event is posted or parked",
+    );
 }
 
 #[test]

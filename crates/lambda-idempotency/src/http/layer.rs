@@ -723,9 +723,15 @@ mod decision_tests {
     fn a_replay_is_refused_on_another_route_only() {
         let stored = StoredResponse::new(201).text("{\"id\":1}");
         assert_eq!(replay(&stored.encode_for("r1"), "r1"), Ok(stored.clone()));
-        assert_eq!(replay(&stored.encode_for("r1"), "r2"), Err(ReplayRefused::OtherRoute));
+        assert_eq!(
+            replay(&stored.encode_for("r1"), "r2"),
+            Err(ReplayRefused::OtherRoute)
+        );
         // Stored before routes were: replays anywhere.
         assert_eq!(replay(&stored.encode(), "r2"), Ok(stored));
-        assert!(matches!(replay("not json", "r1"), Err(ReplayRefused::Corrupt(_))));
+        assert!(matches!(
+            replay("not json", "r1"),
+            Err(ReplayRefused::Corrupt(_))
+        ));
     }
 }
