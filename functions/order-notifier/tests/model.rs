@@ -465,9 +465,7 @@ impl Model for NotifierModel {
                     }
                 }
                 let t = s.t;
-                s.ghost
-                    .in_flight
-                    .retain(|&(_, until)| until > t || until == t);
+                s.ghost.in_flight.retain(|&(_, until)| until >= t);
             }
             Action::Crash { attempt } => {
                 s.attempts[usize::from(attempt)].pc = Pc::Dead;
