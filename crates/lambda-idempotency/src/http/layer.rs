@@ -58,6 +58,61 @@ pub const MAX_LEASE: Duration = Duration::from_secs(900);
 /// API Gateway's integration limit.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
 
+/// What the layer does with the claim once the inner service answered
+/// ([`after_service`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AfterService {
+    /// The transactional form wrote the completion with the service's own
+    /// write ([`Committed`]): nothing to write.
+    AlreadyCommitted,
+    /// Nothing to replay: give the key back, so a retry runs again.
+    Release,
+    /// Store the response as the key's answer.
+    Complete,
+}
+
+/// The layer's rule for a service's answer: a 5xx, or a 429/408 that asks
+/// the client to come back later, is released (stored, it would answer
+/// every retry of the key the same way until the key expires); any other
+/// status is stored, unless the service committed the completion itself.
+/// Public, hidden, for the model checks, which decide with the layer's own
+/// rule.
+#[doc(hidden)]
+pub fn after_service(status: StatusCode, committed: bool) -> AfterService {
+    if committed {
+        AfterService::AlreadyCommitted
+    } else if is_stored(status) {
+        AfterService::Complete
+    } else {
+        AfterService::Release
+    }
+}
+
+/// Why a completed record does not replay to a request ([`replay`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayRefused {
+    /// It answered another request (another method, path, query or
+    /// identity header): 422.
+    OtherRequest,
+    /// The stored output does not read as a response.
+    Corrupt(StoreError),
+}
+
+/// What a completed record's `output` answers to the request `now`: the
+/// stored response, unless it answered another request (by the target
+/// where one was stored, by the route where only that was, a record with
+/// neither replays). Public, hidden, for the model checks.
+#[doc(hidden)]
+pub fn replay(output: &str, now: Answered<'_>) -> Result<StoredResponse, ReplayRefused> {
+    match StoredResponse::decode_routed(output) {
+        Ok((_, stamp)) if !stamp.matches(now) => Err(ReplayRefused::OtherRequest),
+        Ok((response, _)) => Ok(response),
+        Err(e) => Err(ReplayRefused::Corrupt(e)),
+    }
+}
+
 /// The invocation's deadline (epoch milliseconds), for a caller that knows
 /// it better than the request's Lambda context does (a test, a router that
 /// read it already): put it in the request's extensions.
@@ -621,17 +676,14 @@ impl Config {
         match cut(cutoff, self.store.claim(&held.at(held.now_ms))).await {
             Ok(Claimed::Held) => {}
             Ok(Claimed::Refused(Refusal::Completed(stored))) => {
-                return Ok(match StoredResponse::decode_routed(&stored.output) {
-                    // Completed for another request: another method, path,
-                    // query or identity header (a record an earlier build
-                    // wrote is checked by what it stored).
-                    Ok((_, stamp)) if !stamp.matches(held.answered()) => self
+                return Ok(match replay(&stored.output, held.answered()) {
+                    Err(ReplayRefused::OtherRequest) => self
                         .problem(
                             ProblemKind::KeyReused,
                             "this Idempotency-Key was used with another method, path, query or header; use a new key for a new request",
                         )
                         .into_response(),
-                    Ok((response, _)) => {
+                    Ok(response) => {
                         let mut r = response.to_response();
                         r.headers_mut()
                             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
@@ -639,7 +691,7 @@ impl Config {
                             .insert(EXPIRES_HEADER, self.expires(stored.expires_at));
                         r
                     }
-                    Err(e) => self.store_problem(&e),
+                    Err(ReplayRefused::Corrupt(e)) => self.store_problem(&e),
                 });
             }
             Ok(Claimed::Refused(Refusal::OtherPayload)) => {
@@ -694,14 +746,13 @@ impl Config {
             None => {}
         }
         let committed = response.extensions_mut().remove::<Committed>().is_some();
-        if committed {
+        let after = after_service(response.status(), committed);
+        if after == AfterService::AlreadyCommitted {
             // The transactional form: the inner service wrote the
             // completion with its own write.
-        } else if !is_stored(response.status()) {
+        } else if after == AfterService::Release {
             // Nothing to replay: a 5xx, or a 429/408 that asks the client
-            // to come back later. Stored, it would answer every retry of
-            // the key the same way until the key expires; given back, a
-            // retry runs again.
+            // to come back later (`after_service`).
             self.release(&held).await;
             return Ok(response);
         } else {
@@ -772,5 +823,46 @@ impl Config {
             Ok(())
         };
         let _ = cut(held.cutoff, release).await;
+    }
+}
+
+#[cfg(test)]
+mod decision_tests {
+    use super::*;
+
+    #[test]
+    fn after_the_service_errors_asking_for_a_retry_are_released() {
+        for (status, want) in [
+            (200, AfterService::Complete),
+            (201, AfterService::Complete),
+            (404, AfterService::Complete),
+            (422, AfterService::Complete),
+            (408, AfterService::Release),
+            (429, AfterService::Release),
+            (500, AfterService::Release),
+            (503, AfterService::Release),
+        ] {
+            let status = StatusCode::from_u16(status).unwrap();
+            assert_eq!(after_service(status, false), want, "{status}");
+            assert_eq!(after_service(status, true), AfterService::AlreadyCommitted);
+        }
+    }
+
+    #[test]
+    fn a_replay_is_refused_to_another_request_only() {
+        let at = |route, target| Answered { route, target };
+        let stored = StoredResponse::new(201).text("{\"id\":1}");
+        let encoded = stored.encode_for(at("r1", "t1"));
+        assert_eq!(replay(&encoded, at("r1", "t1")), Ok(stored.clone()));
+        // Another route, or the same route with another query or header.
+        for other in [at("r2", "t2"), at("r1", "t2")] {
+            assert_eq!(replay(&encoded, other), Err(ReplayRefused::OtherRequest));
+        }
+        // Stored before routes were: replays anywhere.
+        assert_eq!(replay(&stored.encode(), at("r2", "t2")), Ok(stored));
+        assert!(matches!(
+            replay("not json", at("r1", "t1")),
+            Err(ReplayRefused::Corrupt(_))
+        ));
     }
 }

@@ -171,12 +171,13 @@ mod stored;
 pub use body::{CollectBody, DEFAULT_MAX_RESPONSE_BYTES, MAX_PASS_THROUGH_BYTES};
 pub use key::{IDEMPOTENCY_KEY, KeyError, MAX_KEY_CHARS, key_of, parse_key};
 pub use layer::{
-    Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_IDENTITY_HEADERS,
+    AfterService, Committed, DEFAULT_BUDGET, DEFAULT_DEADLINE_MARGIN, DEFAULT_IDENTITY_HEADERS,
     DEFAULT_STORED_HEADERS, Deadline, EXPIRES_HEADER, FingerprintFn, HttpClaim, IdempotencyLayer,
-    IdempotentService, MAX_LEASE, ProblemFn, REPLAYED_HEADER, body_fingerprint, cut, cutoff,
+    IdempotentService, MAX_LEASE, ProblemFn, REPLAYED_HEADER, ReplayRefused, after_service,
+    body_fingerprint, cut, cutoff, replay,
 };
 pub use problem::{DEFAULT_PROBLEM_PREFIX, PROBLEM_JSON, Problem, ProblemKind};
 pub use scope::{
     AuthMode, LAMBDA_PRINCIPAL_KEY, NoPrincipal, RoleSessions, Scope, iam_principal, record_key,
 };
-pub use stored::{StoredBody, StoredResponse};
+pub use stored::{Answered, StoredBody, StoredResponse};

@@ -24,10 +24,14 @@ pub(super) fn is_stored(status: StatusCode) -> bool {
 
 /// What a stored response answered: its route (hashed method and path)
 /// and its target (hashed method, path, query and identity headers).
+/// Public, hidden, for the model checks.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Answered<'a> {
-    pub(super) route: &'a str,
-    pub(super) target: &'a str,
+pub struct Answered<'a> {
+    /// The hashed method and path.
+    pub route: &'a str,
+    /// The hashed method, path, query and identity headers.
+    pub target: &'a str,
 }
 
 /// A response body as stored: text stays text (API Gateway sends it as
@@ -125,8 +129,10 @@ impl StoredResponse {
         self.encode_route(None)
     }
 
-    /// [`Self::encode`], with what request it answered.
-    pub(super) fn encode_for(&self, answered: Answered<'_>) -> String {
+    /// [`Self::encode`], with what request it answered. Public for the
+    /// model checks, which store what the layer stores.
+    #[doc(hidden)]
+    pub fn encode_for(&self, answered: Answered<'_>) -> String {
         self.encode_route(Some(answered))
     }
 
