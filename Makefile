@@ -191,6 +191,7 @@ fmt: ## Format the code
 lint: ## rustfmt check + clippy with warnings as errors + no import cycles among the crates' modules + every test docs/powertools.md names exists
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/check_module_cycles.py --self-test
 	python3 scripts/check_module_cycles.py
 	python3 scripts/check_doc_tests.py
 	python3 scripts/test_test_summary.py

@@ -191,7 +191,9 @@ pub fn parse_body(body: Option<&str>) -> Result<OrderEvent, ParseError> {
 fn parse_event(value: &Value) -> Result<OrderEvent, ParseError> {
     let obj = as_object(value, "(event)")?;
     let kind_name = req_str(obj, "", "type")?;
-    let kind = EventKind::from_wire(kind_name).ok_or(ParseError::UnknownType)?;
+    let kind = EventKind::from_wire(kind_name).ok_or_else(|| ParseError::UnknownType {
+        path: "type".into(),
+    })?;
     let event_id = req_id(obj, "", "eventId")?;
     let order_id = req_id(obj, "", "orderId")?;
     let seq = Seq::try_from(req_u64(obj, "", "seq")?).map_err(|reason| invalid("seq", reason))?;
@@ -388,7 +390,9 @@ mod tests {
                     v["type"] = json!("OrderTeleported");
                     v
                 },
-                ParseError::UnknownType,
+                ParseError::UnknownType {
+                    path: "type".into(),
+                },
             ),
             (
                 {

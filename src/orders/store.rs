@@ -4,7 +4,8 @@
 //! One event = one `UpdateItem`. Its ConditionExpression is the state-machine
 //! guard from [`EventKind::requires`] plus `last_event_seq = :prev` (the event
 //! is the order's next one: seqs are contiguous per order), and it asks
-//! for `ReturnValuesOnConditionCheckFailure = ALL_OLD`: when the condition
+//! for `ReturnValuesOnConditionCheckFailure = ALL_OLD` (`send_conditional`
+//! sets it; the transaction item sets it itself): when the condition
 //! fails DynamoDB returns the item it checked, so the refusal is classified
 //! from the very state that caused it, with no second read (which could see a
 //! different state) and no second request.
@@ -120,8 +121,7 @@ impl OrderStore {
             )
             .condition_expression("#st = :observed AND last_event_seq = :prev")
             .expression_attribute_names("#st", "status")
-            .set_expression_attribute_values(Some(values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            .set_expression_attribute_values(Some(values));
         Self::send(request).await
     }
 
@@ -147,7 +147,6 @@ impl OrderStore {
             .condition_expression(e.condition)
             .expression_attribute_names("#st", "status")
             .set_expression_attribute_values(Some(e.values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
     /// The very same conditional write as [`Self::update_request`], as one

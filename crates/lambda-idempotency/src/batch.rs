@@ -1064,7 +1064,9 @@ mod kinesis_engine_tests {
             match text.split_once(':') {
                 Some((name, "ok")) => Ok((name.into(), true)),
                 Some((name, "fail")) => Ok((name.into(), false)),
-                _ => Err(ParseError::UnknownType),
+                _ => Err(ParseError::UnknownType {
+                    path: "(body)".into(),
+                }),
             }
         }
         fn key(&self, ev: &(String, bool)) -> String {

@@ -11,9 +11,11 @@ use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use serde::de::DeserializeOwned;
 
 use crate::error::StoreError;
@@ -92,39 +94,97 @@ pub fn timeout_config() -> TimeoutConfig {
 
 /// What DynamoDB said to a conditional write: committed, or refused with
 /// the item its condition was checked against, to classify the refusal by.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Conditional {
     /// The condition held and the write committed.
     Committed,
-    /// The condition failed; the item (ALL_OLD) it was checked against.
-    Refused(Option<HashMap<String, AttributeValue>>),
+    /// The condition failed; the item it was checked against (`None`: there
+    /// was no item). [`send_conditional`] always asks for it, so `None`
+    /// never means "not returned".
+    Refused(Option<Item>),
 }
 
-/// Send a conditional UpdateItem, mapping errors as every adapter does.
-pub async fn send_conditional(request: UpdateItemFluentBuilder) -> Result<Conditional, StoreError> {
-    match request.send().await {
+/// A conditional write [`send_conditional`] can send: an UpdateItem or a
+/// PutItem fluent builder. Sealed: the refused item is read from each
+/// operation's own error type, so only these two can be supported.
+pub trait ConditionalWrite: sealed::Sealed {}
+
+impl ConditionalWrite for UpdateItemFluentBuilder {}
+impl ConditionalWrite for PutItemFluentBuilder {}
+
+mod sealed {
+    use super::*;
+
+    /// Sends with ALL_OLD on refusal, and reads the refusal from the
+    /// operation's error. In a private module so that adopters can name
+    /// [`ConditionalWrite`](super::ConditionalWrite) but neither implement
+    /// it nor call this (which would be a second way to send).
+    pub trait Sealed {
+        fn send_all_old(self) -> impl Future<Output = Result<Conditional, StoreError>> + Send;
+    }
+
+    impl Sealed for UpdateItemFluentBuilder {
+        async fn send_all_old(self) -> Result<Conditional, StoreError> {
+            let sent = self
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            conditional(sent, "UpdateItem", |e| match e {
+                UpdateItemError::ConditionalCheckFailedException(e) => Some(e.item().cloned()),
+                _ => None,
+            })
+        }
+    }
+
+    impl Sealed for PutItemFluentBuilder {
+        async fn send_all_old(self) -> Result<Conditional, StoreError> {
+            let sent = self
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            conditional(sent, "PutItem", |e| match e {
+                PutItemError::ConditionalCheckFailedException(e) => Some(e.item().cloned()),
+                _ => None,
+            })
+        }
+    }
+}
+
+/// Send a conditional UpdateItem or PutItem, mapping errors as every
+/// adapter does. It sets `ReturnValuesOnConditionCheckFailure = ALL_OLD`
+/// itself, whatever the request says: a refusal without its item cannot be
+/// told from one against no item, and an adapter that reads the item to
+/// decide (duplicate or conflict) would retry such a refusal forever.
+pub async fn send_conditional(request: impl ConditionalWrite) -> Result<Conditional, StoreError> {
+    sealed::Sealed::send_all_old(request).await
+}
+
+/// The one core of both operations: a failed condition is an answer (with
+/// the item `refused` reads from the operation's error), anything else a
+/// [`StoreError`] by code.
+fn conditional<O, E>(
+    sent: Result<O, SdkError<E, HttpResponse>>,
+    operation: &'static str,
+    refused: impl FnOnce(&E) -> Option<Option<Item>>,
+) -> Result<Conditional, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match sent {
         Ok(_) => Ok(Conditional::Committed),
-        Err(err) => match classify_sdk_error(err) {
-            Refusal::Condition(item) => Ok(Conditional::Refused(item)),
-            Refusal::Error(e) => Err(e),
-        },
+        Err(err) => {
+            if let SdkError::ServiceError(ctx) = &err
+                && let Some(item) = refused(ctx.err())
+            {
+                return Ok(Conditional::Refused(item));
+            }
+            Err(store_error(&err, operation))
+        }
     }
-}
-
-enum Refusal {
-    Condition(Option<HashMap<String, AttributeValue>>),
-    Error(StoreError),
-}
-
-/// Map an SDK error by its variant (and, for errors this SDK version does not
-/// model, by the structured error code and HTTP status). The full error chain
-/// is logged once here, where its context is still available.
-fn classify_sdk_error(err: SdkError<UpdateItemError, HttpResponse>) -> Refusal {
-    if let SdkError::ServiceError(ctx) = &err
-        && let UpdateItemError::ConditionalCheckFailedException(e) = ctx.err()
-    {
-        return Refusal::Condition(e.item().cloned());
-    }
-    Refusal::Error(store_error(&err, "UpdateItem"))
 }
 
 /// Map any DynamoDB operation's failure to a [`StoreError`], once for all

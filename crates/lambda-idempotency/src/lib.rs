@@ -1,5 +1,4 @@
 #![doc = include_str!("../README.md")]
-
 // # Layout (for contributors)
 //
 // Idempotent message consumers on AWS Lambda: at-least-once delivery in,

@@ -12,7 +12,6 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
 use lambda_idempotency::dynamo::{Conditional, s, send_conditional};
 use lambda_idempotency::tracing::{self, Span, field::Empty};
 use lambda_idempotency::wire::{Id, as_object, parse_wrapped, req_id};
@@ -121,8 +120,7 @@ impl<R: MessageRecord> Handler for AuditHandler<R> {
             .expression_attribute_names("#account", "account")
             .expression_attribute_names("#action", "action")
             .expression_attribute_values(":account", s(e.account.as_str()))
-            .expression_attribute_values(":action", s(e.action.as_str()))
-            .return_values_on_condition_check_failure(AllOld);
+            .expression_attribute_values(":action", s(e.action.as_str()));
         match send_conditional(put).await? {
             Conditional::Committed => Ok(AuditOutcome::Recorded),
             // The event's item exists: written by an earlier delivery.

@@ -6,13 +6,9 @@
 //! ([`ReservationOutcome`], the pure [`classify`]), the write and the
 //! handler ([`ReservationHandler`]); `src/main.rs` is the Lambda `main`.
 
-use std::fmt;
-
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
-use lambda_idempotency::tracing::{self, Level, Span, field::Empty};
 use lambda_idempotency::wire::{Id, as_object, parse_wrapped, req_id, req_str, req_u64};
-use lambda_idempotency::{BatchContext, Handler, ParseError, StoreError, Verdict};
+use lambda_idempotency::{BatchContext, Handler, ParseError, StoreError, verdicts};
 
 /// The function's name: the `errorType` prefix of its invocation errors.
 pub const NAME: &str = "Reservations";
@@ -51,43 +47,18 @@ pub struct Reservation {
     pub stock: Option<(Id, u64)>,
 }
 
-/// What the rules decided for one record. The shared outcomes (Invalid,
-/// Failed, NotAttempted) are the library's: the batch reports each record
-/// as a `RecordOutcome<ReservationOutcome>` around this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReservationOutcome {
-    Applied,
-    /// The reservation is already in this event's status.
-    Duplicate,
-    /// Confirmed or released before it was requested: retry later.
-    Early,
-    /// Can never apply (confirming a released reservation).
-    Rejected,
-}
-
-impl fmt::Display for ReservationOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
-impl Verdict for ReservationOutcome {
-    /// The metric names of the verdicts above, in their order (the shared
-    /// ones are added); a test checks each `label` is its verdict's name.
-    const LABELS: &'static [&'static str] = &["Applied", "Duplicate", "Early", "Rejected"];
-    /// Deleted from the queue: committed, or never to be committed. Early
-    /// comes back until its predecessor has applied.
-    fn acknowledge(&self) -> bool {
-        matches!(self, Self::Applied | Self::Duplicate | Self::Rejected)
-    }
-    fn label(&self) -> &'static str {
-        Self::LABELS[*self as usize]
-    }
-    fn level(&self) -> Level {
-        match self {
-            Self::Rejected => Level::WARN,
-            _ => Level::INFO,
-        }
+verdicts! {
+    /// What the rules decided for one record. The shared outcomes (Invalid,
+    /// Failed, NotAttempted) are the library's: the batch reports each
+    /// record as a `RecordOutcome<ReservationOutcome>` around this.
+    pub enum ReservationOutcome {
+        Applied => ack,
+        /// The reservation is already in this event's status.
+        Duplicate => ack,
+        /// Confirmed or released before it was requested: retry later.
+        Early => retry,
+        /// Can never apply (confirming a released reservation).
+        Rejected => ack(warn),
     }
 }
 
@@ -125,7 +96,11 @@ impl Handler for ReservationHandler {
                 "ReservationRequested" => Kind::Requested,
                 "ReservationConfirmed" => Kind::Confirmed,
                 "ReservationReleased" => Kind::Released,
-                _ => return Err(ParseError::UnknownType),
+                _ => {
+                    return Err(ParseError::UnknownType {
+                        path: "type".into(),
+                    });
+                }
             };
             let stock = (kind == Kind::Requested)
                 .then(|| Ok((req_id(obj, "", "sku")?, req_u64(obj, "", "quantity")?)))
@@ -142,16 +117,6 @@ impl Handler for ReservationHandler {
     fn rank(&self, r: &Reservation) -> u64 {
         r.kind as u64
     }
-    fn span(&self, record_id: &str, r: Option<&Reservation>) -> Span {
-        let id = r.map(|r| r.id.as_str());
-        tracing::info_span!(
-            "record",
-            message_id = record_id,
-            reservation_id = id,
-            outcome = Empty
-        )
-    }
-
     async fn apply(&self, r: &Reservation, _: &BatchContext) -> Result<Self::Verdict, StoreError> {
         let (to, guard, follows) = r.kind.rule();
         let mut update = self
@@ -162,9 +127,7 @@ impl Handler for ReservationHandler {
             .update_expression("SET #st = :to")
             .condition_expression(guard)
             .expression_attribute_names("#st", "status")
-            .expression_attribute_values(":to", s(to))
-            // A refusal brings the stored item back: no second read.
-            .return_values_on_condition_check_failure(AllOld);
+            .expression_attribute_values(":to", s(to));
         for status in follows {
             update = update.expression_attribute_values(format!(":{status}"), s(status));
         }
@@ -176,7 +139,8 @@ impl Handler for ReservationHandler {
                 .expression_attribute_values(":qty", n(qty));
         }
         // A failure DynamoDB did not confirm goes back as `?`: the batch
-        // reports it as Failed.
+        // reports it as Failed. A refusal brings the stored item back
+        // (send_conditional asks for ALL_OLD): no second read.
         let Conditional::Refused(item) = send_conditional(update).await? else {
             return Ok(ReservationOutcome::Applied);
         };

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::domain::{Notification, Stored, Unreadable};
 use lambda_idempotency::StoreError;
@@ -93,8 +93,7 @@ impl NotificationStore {
             .expression_attribute_values(":template", s(n.template.as_str()))
             .expression_attribute_values(":key", s(&n.idempotency_key()))
             .expression_attribute_values(":one", num(1))
-            .expression_attribute_values(":now", num(now_ms))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            .expression_attribute_values(":now", num(now_ms));
         match send_conditional(request).await? {
             Conditional::Committed => Ok(Claim::Granted),
             Conditional::Refused(item) => {
@@ -137,8 +136,7 @@ impl NotificationStore {
             .expression_attribute_values(":code", num(u64::from(code)))
             .expression_attribute_values(":now", num(now_ms))
             .expression_attribute_values(":sending", s(SENDING))
-            .expression_attribute_values(":claim", s(claim_id))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            .expression_attribute_values(":claim", s(claim_id));
         let request = match reason {
             Some(reason) => request
                 .expression_attribute_names("#reason", "reason")

@@ -127,7 +127,11 @@ fn parse_event(value: &Value) -> Result<LedgerEvent, ParseError> {
     let refund = match type_name {
         "PaymentCaptured" => false,
         "PaymentRefunded" => true,
-        _ => return Err(ParseError::UnknownType),
+        _ => {
+            return Err(ParseError::UnknownType {
+                path: "type".into(),
+            });
+        }
     };
     let event_id = req_id(obj, "", "eventId")?;
     let payment_id = req_id(obj, "", "paymentId")?;
@@ -211,7 +215,7 @@ mod tests {
         }
         let mut v = capture();
         v["type"] = json!("PaymentTeleported");
-        assert!(matches!(parse(&v), Err(ParseError::UnknownType)));
+        assert!(matches!(parse(&v), Err(ParseError::UnknownType { path }) if path == "type"));
         assert_eq!(parse_body(None), Err(ParseError::MissingBody));
     }
 

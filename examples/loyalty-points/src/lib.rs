@@ -1,0 +1,147 @@
+//! Loyalty points: `PointsEarned` and `PointsRedeemed` events applied once
+//! per `eventId` to a customer's balance, in order per customer, from an
+//! SQS queue or a Kinesis stream with one handler; and a voucher redeemed
+//! once, whatever the retries, with `Idempotent`.
+
+use std::marker::PhantomData;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem};
+use lambda_idempotency::dynamo::{Conditional, send_conditional};
+use lambda_idempotency::{
+    BatchContext, Handler, Idempotent, MessageRecord, ParseError, StoreError, verdicts, wire,
+};
+use serde::{Deserialize, Serialize};
+
+/// One event, as producers send it: `{"type": "PointsEarned", "eventId":
+/// "e-1", "customerId": "c-1", "points": 100}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PointsEvent {
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub event_id: String,
+    pub customer_id: String,
+    pub points: u64,
+}
+
+/// The event types (any other `type` is an invalid record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Kind {
+    PointsEarned,
+    PointsRedeemed,
+}
+
+verdicts! {
+    /// What an event came to.
+    pub enum Points {
+        /// Added to, or taken from, the balance.
+        Applied => ack,
+        /// Applied before (a redelivery).
+        Duplicate => ack,
+        /// A redemption the balance cannot cover: never applies.
+        Rejected => ack(warn),
+    }
+}
+
+/// The handler, for records of any source `R` (`SqsMessage`,
+/// `KinesisMessage`): one conditional UpdateItem per event on the
+/// customer's item (`customerId`: `balance`, and the `events` applied).
+pub struct Loyalty<R> {
+    pub client: Client,
+    pub table: String,
+    pub source: PhantomData<fn(&R)>,
+}
+
+impl<R> Loyalty<R> {
+    pub fn new(client: Client, table: String) -> Self {
+        Loyalty {
+            client,
+            table,
+            source: PhantomData,
+        }
+    }
+}
+
+impl<R: MessageRecord> Handler for Loyalty<R> {
+    type Record = R;
+    type Event = PointsEvent;
+    type Verdict = Points;
+    type Failure = StoreError;
+
+    fn parse(&self, record: &R) -> Result<PointsEvent, ParseError> {
+        wire::from_json(Some(record.payload_str()?))
+    }
+    /// One customer's events one after another.
+    fn key(&self, event: &PointsEvent) -> String {
+        event.customer_id.clone()
+    }
+    async fn apply(&self, e: &PointsEvent, _: &BatchContext) -> Result<Points, StoreError> {
+        let (points, id) = (e.points.to_string(), Av::S(e.event_id.clone()));
+        // Every event id is kept on the item: a real balance bounds this set
+        // (the template's consumers keep a contiguous sequence instead).
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("customerId", Av::S(e.customer_id.clone()))
+            .expression_attribute_values(":ids", Av::Ss(vec![e.event_id.clone()]))
+            .expression_attribute_values(":id", id)
+            .expression_attribute_values(":p", Av::N(points));
+        let update = match e.kind {
+            Kind::PointsEarned => update
+                .update_expression("ADD balance :p, events :ids")
+                .condition_expression("NOT contains(events, :id)"),
+            Kind::PointsRedeemed => update
+                .update_expression("ADD events :ids SET balance = balance - :p")
+                .condition_expression("NOT contains(events, :id) AND balance >= :p"),
+        };
+        // A refusal comes back with the item it was checked against.
+        Ok(match send_conditional(update).await? {
+            Conditional::Committed => Points::Applied,
+            Conditional::Refused(Some(item))
+                if item
+                    .get("events")
+                    .and_then(|v| v.as_ss().ok())
+                    .is_some_and(|ids| ids.contains(&e.event_id)) =>
+            {
+                Points::Duplicate
+            }
+            Conditional::Refused(_) => Points::Rejected,
+        })
+    }
+}
+
+/// A voucher redemption: the voucher's points credited once per voucher.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Voucher {
+    pub voucher_id: String,
+    pub customer_id: String,
+    pub points: u64,
+}
+
+/// The credit and the key's record commit in one transaction: a retry,
+/// however late, replays the first answer and credits nothing.
+pub async fn redeem(
+    vouchers: &Idempotent<Voucher, u64>,
+    table: &str,
+    voucher: Voucher,
+    deadline: u64,
+) -> Result<u64, lambda_idempotency::IdempotencyError<StoreError>> {
+    vouchers
+        .call_transact(voucher, deadline, |v| async move {
+            let credit = Put::builder()
+                .table_name(table)
+                .item("customerId", Av::S(format!("voucher#{}", v.voucher_id)))
+                .item("credited", Av::N(v.points.to_string()))
+                .build()
+                .map_err(|_| StoreError::Client {
+                    code: "ConstructionFailure".into(),
+                })?;
+            Ok((
+                v.points,
+                vec![TransactWriteItem::builder().put(credit).build()],
+            ))
+        })
+        .await
+}

@@ -1,0 +1,137 @@
+//! The loyalty service against a local DynamoDB (in-process dynoxide):
+//! the one handler on SQS and on Kinesis through `Function::handle_batch`,
+//! an outage, and the voucher redeemed once.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_idempotency::{
+    BatchError, Function, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Idempotent,
+    KinesisMessage, Settings, SqsMessage,
+};
+use lambda_idempotency_testing::kinesis::{self, sequence_number as seq};
+use lambda_idempotency_testing::{
+    batch, client_for, create_table, failed_ids, far_deadline, record, start_dynoxide, unique_name,
+};
+use loyalty_points::{Loyalty, Voucher, redeem};
+use serde_json::json;
+
+fn function<R>(client: &aws_sdk_dynamodb::Client, table: &str) -> Function<Loyalty<R>>
+where
+    Loyalty<R>: lambda_idempotency::Handler,
+{
+    let settings = Settings::from_lookup(&|_| None, "LoyaltyPoints", "loyalty").expect("settings");
+    Function::builder(Loyalty::new(client.clone(), table.into()))
+        .name("LoyaltyPoints")
+        .expect("a valid name")
+        .settings(settings)
+        .build()
+        .expect("a function")
+}
+
+fn event(kind: &str, id: &str, customer: &str, points: u64) -> String {
+    json!({"type": kind, "eventId": id, "customerId": customer, "points": points}).to_string()
+}
+
+async fn balance(client: &aws_sdk_dynamodb::Client, table: &str, customer: &str) -> i64 {
+    let item = client
+        .get_item()
+        .table_name(table)
+        .key("customerId", AttributeValue::S(customer.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem")
+        .item
+        .unwrap_or_default();
+    item.get("balance")
+        .and_then(|b| b.as_n().ok())
+        .map_or(0, |n| n.parse().expect("a number"))
+}
+
+#[tokio::test]
+async fn points_apply_once_in_order_and_an_uncovered_redemption_is_rejected() {
+    let client = client_for(&start_dynoxide().await);
+    let table = unique_name("loyalty");
+    create_table(&client, &table, "customerId")
+        .await
+        .expect("table");
+    let sqs = function::<SqsMessage>(&client, &table);
+    let e = batch(vec![
+        record("m1", &event("PointsEarned", "e1", "c1", 100)),
+        record("m2", &event("PointsRedeemed", "e2", "c1", 60)),
+        record("m3", &event("PointsRedeemed", "e2", "c1", 60)),
+        record("m4", &event("PointsRedeemed", "e3", "c1", 50)),
+        record("m5", r#"{"type":"PointsDoubled","eventId":"secret-id"}"#),
+    ]);
+    let (report, answer) = sqs.handle_batch(&e, far_deadline()).await;
+    let labels: Vec<_> = report.outcomes().map(|o| o.label()).collect();
+    assert_eq!(
+        labels,
+        ["Applied", "Applied", "Duplicate", "Rejected", "Invalid"]
+    );
+    // Only the invalid record goes back; its error names no value.
+    assert_eq!(failed_ids(&answer.expect("a partial batch")), ["m5"]);
+    assert!(!format!("{:?}", report.records[4].outcome).contains("secret"));
+    assert_eq!(balance(&client, &table, "c1").await, 40);
+
+    // The same handler on Kinesis: a redelivered record is a duplicate.
+    let kinesis_fn = function::<KinesisMessage>(&client, &table);
+    let stream = kinesis::batch(vec![
+        kinesis::record(
+            &seq(1),
+            "c2",
+            event("PointsEarned", "k1", "c2", 5).as_bytes(),
+        ),
+        kinesis::record(
+            &seq(2),
+            "c1",
+            event("PointsEarned", "e1", "c1", 100).as_bytes(),
+        ),
+    ]);
+    let (report, answer) = kinesis_fn.handle_batch(&stream, far_deadline()).await;
+    let labels: Vec<_> = report.outcomes().map(|o| o.label()).collect();
+    assert_eq!(labels, ["Applied", "Duplicate"]);
+    assert!(kinesis::failed_ids(&answer.expect("answers")).is_empty());
+    assert_eq!(balance(&client, &table, "c2").await, 5);
+}
+
+/// DynamoDB unreachable: every record fails, and the invocation fails
+/// with it (the default), so the outage shows in Lambda's Errors.
+#[tokio::test]
+async fn an_outage_fails_the_invocation() {
+    let client = client_for("http://127.0.0.1:9");
+    let sqs = function::<SqsMessage>(&client, "loyalty");
+    let e = batch(vec![record("m1", &event("PointsEarned", "e1", "c1", 1))]);
+    let (_, answer) = sqs.handle_batch(&e, far_deadline()).await;
+    assert_eq!(answer.err(), Some(BatchError::Outage(1)));
+}
+
+#[tokio::test]
+async fn a_voucher_is_credited_once() {
+    let client = client_for(&start_dynoxide().await);
+    let (table, keys) = (unique_name("loyalty"), unique_name("keys"));
+    create_table(&client, &table, "customerId")
+        .await
+        .expect("table");
+    create_table(&client, &keys, "id").await.expect("table");
+    let store = IdempotencyStore::new(
+        client.clone(),
+        IdempotencyTable::new(keys).expect("a name"),
+        IdempotencyOptions::default(),
+    )
+    .expect("a store");
+    let vouchers: Idempotent<Voucher, u64> = Idempotent::new(store, "vouchers")
+        .expect("a name")
+        .key(|v: &Voucher| Some(v.voucher_id.clone()));
+    let deadline = lambda_idempotency::time::epoch_ms() + 30_000;
+    let voucher = || Voucher {
+        voucher_id: "v1".into(),
+        customer_id: "c1".into(),
+        points: 25,
+    };
+    for _ in 0..2 {
+        let credited = redeem(&vouchers, &table, voucher(), deadline).await;
+        assert_eq!(credited.expect("redeemed"), 25);
+    }
+    let items = lambda_idempotency_testing::scan_all(&client, &table).await;
+    assert_eq!(items.len(), 1, "credited once");
+}
