@@ -35,7 +35,7 @@ def str_slice(states):
 
 width = max(len(e["name"]) for e in EVENTS)
 table = "\n".join(
-    f"//! - `{e['name']:<{width}}` {'|'.join(e['from']) or '(none)':>20} -> {e['to']}"
+    f"//! - {'`' + e['name'] + '`':<{width + 2}} {'|'.join(e['from']) or '(none)':>20} -> {e['to']}"
     for e in EVENTS
 )
 machine = f"""//! The {ENTITY}'s state machine, written by the template from the events

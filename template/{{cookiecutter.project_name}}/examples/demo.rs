@@ -49,9 +49,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut rows: Vec<_> = items.iter().map(|i| (text(i, KEY), text(i, "status"), text(i, "seq"), text(i, "rejected_count"))).collect();
     rows.sort();
-    println!("  {:<12} {:<16} {:>4} {:>9}", KEY, "status", "seq", "rejected");
+    let w = rows.iter().map(|r| r.0.len()).chain([KEY.len()]).max().unwrap_or(0);
+    println!("  {:<w$} {:<16} {:>4} {:>9}", KEY, "status", "seq", "rejected");
     for (id, status, seq, rejected) in rows {
-        println!("  {id:<12} {status:<16} {seq:>4} {rejected:>9}");
+        println!("  {id:<w$} {status:<16} {seq:>4} {rejected:>9}");
     }
     Ok(())
 }
