@@ -49,7 +49,7 @@ DEMOS         := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/example
 BENCHES       := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/benches/$(f)-bench.rs functions/$(f)/benches/$(f)-bench/main.rs),$(f)))
 -include $(wildcard functions/*/local.mk)
 
-.PHONY: check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke smoke-run e2e redrive bench bench-venv release
+.PHONY: template-check check-removal check-events help demo test test-otel nextest validate build build-host local invoke table deploy fmt lint lib-check smoke smoke-run e2e redrive bench bench-venv release
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -208,6 +208,9 @@ lint: ## rustfmt check + clippy with warnings as errors + no import cycles among
 	python3 scripts/check_module_cycles.py
 	python3 scripts/check_doc_tests.py
 	python3 scripts/test_test_summary.py
+
+template-check: ## Instantiate template/ twice (booking with four events via sam init; the defaults), each project's make test, validate and demo; placeholder check
+	bash scripts/template-check.sh
 
 check-removal: ## Prove each function under functions/ (the order consumer included) can be removed: without its folder and template resources, the template checks pass and the workspace checks
 	bash scripts/check-removal.sh

@@ -1,0 +1,28 @@
+//! The Lambda: configuration, logging and the DynamoDB client once per cold
+//! start, then one SQS batch per invocation.
+
+use lambda_idempotency::{Function, Settings, bootstrap, config};
+use {{ cookiecutter.__crate }}::{NAME, {{ cookiecutter.__entity_type }}Handler};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
+    bootstrap::init_tracing();
+    // A misconfigured function fails its cold start (and tells the Runtime
+    // API why) instead of consuming messages.
+    let env = |k: &str| std::env::var(k).ok();
+    let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
+    let settings = bootstrap::config(Settings::from_env(NAME, "{{ cookiecutter.project_name }}")).await?;
+    // One AWS configuration for both clients (DynamoDB; SQS for the back-off
+    // of returned messages).
+    let sdk = bootstrap::sdk_config().await;
+    let client = bootstrap::dynamodb_client_from(&sdk);
+    Function::builder({{ cookiecutter.__entity_type }}Handler { client, table })
+        .name(NAME)?
+        // Returned messages come back after a back-off (RETRY_BACKOFF=off:
+        // after the queue's visibility timeout).
+        .redelivery(bootstrap::redelivery(&sdk, &settings))
+        .settings(settings)
+        .build()?
+        .serve()
+        .await
+}
