@@ -63,8 +63,7 @@ use std::fmt;
 
 use lambda_http::http::StatusCode;
 use lambda_idempotency::http::{
-    AfterService, Answered, ReplayRefused, Scope, StoredResponse, after_service, record_key,
-    replay,
+    AfterService, Answered, ReplayRefused, Scope, StoredResponse, after_service, record_key, replay,
 };
 use lambda_idempotency::idempotency::{
     Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live,

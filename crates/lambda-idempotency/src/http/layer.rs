@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::TransactWriteItem;
-use lambda_http::http::Method;
 use lambda_http::http::header::{HeaderName, HeaderValue};
+use lambda_http::http::{Method, StatusCode};
 use lambda_http::tower::{Layer, Service};
 use lambda_http::{Body, Request, RequestExt, Response};
 use sha2::{Digest, Sha256};
