@@ -19,7 +19,6 @@ use std::collections::HashMap;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use futures_util::StreamExt;
 use thiserror::Error;
@@ -189,12 +188,9 @@ pub trait Handler: Sync {
 /// Per-batch context handed to the handler.
 #[derive(Debug)]
 pub struct BatchContext {
-    /// No write starts, and none is awaited, past this instant.
-    pub cutoff: Instant,
-    /// Records a cache settled with no DynamoDB request.
-    pub cache_hits: AtomicU64,
-    /// Records that went to DynamoDB after a cache could not settle them.
-    pub cache_misses: AtomicU64,
+    cutoff: Instant,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
 }
 
 impl BatchContext {
@@ -205,6 +201,24 @@ impl BatchContext {
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
         }
+    }
+
+    /// No write starts, and none is awaited, past this instant: a
+    /// handler that waits on anything else bounds the wait by it.
+    pub fn cutoff(&self) -> Instant {
+        self.cutoff
+    }
+
+    /// Count a record a cache settled with no request to the store (the
+    /// batch report's and the metrics' `CacheHits`).
+    pub fn cache_hit(&self) {
+        self.cache_hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count a record that went to the store after a cache could not
+    /// settle it (`CacheMisses`).
+    pub fn cache_miss(&self) {
+        self.cache_misses.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -373,27 +387,6 @@ impl<V: Verdict, F> BatchReport<V, F> {
             .filter(|id| seen.insert(id.clone()))
             .collect())
     }
-}
-
-/// Lambda's deadline as epoch milliseconds, whatever the runtime API sent:
-/// a value below 10^12 (2001-09-09 in epoch milliseconds) is read as
-/// milliseconds from now.
-pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
-    let now = crate::time::epoch_ms();
-    let read = crate::time::runtime_deadline(deadline_ms, now).unwrap_or(now);
-    if read != deadline_ms {
-        tracing::warn!(
-            deadline_ms,
-            "invocation deadline is not an epoch timestamp (local emulator?); reading it as milliseconds from now"
-        );
-    }
-    read
-}
-
-/// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
-pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
-    let left = deadline_epoch_ms(deadline_ms).saturating_sub(crate::time::epoch_ms());
-    Instant::now() + Duration::from_millis(left)
 }
 
 /// Run a batch to completion (or to the deadline). Never panics on input and
@@ -582,7 +575,7 @@ impl<H: Handler> GroupRun<'_, H> {
 /// with it and follow it to the DLQ unattempted. Attempting them now is
 /// what would happen once it has left. Unknown on either side (a stream,
 /// a function not told the queue's `maxReceiveCount`): it holds them back.
-pub fn holds_group_back(receive_count: Option<u32>, max_receive_count: Option<u32>) -> bool {
+pub(crate) fn holds_group_back(receive_count: Option<u32>, max_receive_count: Option<u32>) -> bool {
     match (receive_count, max_receive_count) {
         (Some(n), Some(max)) => n < max,
         _ => true,
@@ -649,6 +642,7 @@ mod engine_tests {
 
     use super::*;
     use crate::records::BatchEvent;
+    use std::time::Duration;
 
     #[derive(Debug, Clone, PartialEq)]
     enum Toy {
@@ -1026,6 +1020,7 @@ mod kinesis_engine_tests {
 
     use super::*;
     use crate::records::{BatchEvent, KinesisBatch, MessageRecord};
+    use std::time::Duration;
 
     #[derive(Debug, Clone, PartialEq)]
     struct Done;

@@ -12,15 +12,14 @@ use tracing::Instrument;
 
 use thiserror::Error;
 
-use crate::batch::{
-    self, BatchError, BatchReport, Handler, deadline_epoch_ms, deadline_from_epoch_ms,
-};
+use crate::batch::{self, BatchError, BatchReport, Handler};
 use crate::config::{BatchSettings, KeyOrder, Settings, Telemetry, WholeBatchFailure};
 use crate::metrics;
 use crate::outcome::Verdict;
 use crate::records::{BatchEvent, BatchRecord, StrictInput};
 #[cfg(feature = "sqs")]
 use crate::redelivery::{self, Redelivery};
+use crate::time::{deadline_epoch_ms, deadline_from_epoch_ms};
 
 /// A consumer's Lambda function: built once per cold start, shared by every
 /// invocation.
@@ -192,15 +191,6 @@ impl<H: Handler> Function<H> {
         }
     }
 
-    /// The same function, setting the visibility of the messages it returns
-    /// through `redelivery` (as [`FunctionBuilder::redelivery`]).
-    #[cfg(feature = "sqs")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
-    pub fn with_redelivery(mut self, redelivery: Option<Redelivery>) -> Self {
-        self.redelivery = redelivery;
-        self
-    }
-
     /// The consumer's handler.
     pub fn handler(&self) -> &H {
         &self.handler
@@ -330,7 +320,7 @@ impl<H: Handler> Function<H> {
 /// The invocation's EMF line: a count per outcome, the batch size, the
 /// cache's hits and misses, and, for a function that sets returned
 /// messages' visibility, how many it set and how many it could not.
-pub fn emit_metrics<V: Verdict, F>(
+pub(crate) fn emit_metrics<V: Verdict, F>(
     runtime: &Settings,
     report: &BatchReport<V, F>,
     visibility: bool,

@@ -90,20 +90,16 @@ pub mod wire;
 
 pub use backoff::{AfterThrottling, BackoffPolicy, Curve, MAX_VISIBILITY_SECS, RetryClass, jitter};
 pub use batch::{
-    BatchContext, BatchError, BatchReport, Handler, RecordReport, Starved, deadline_epoch_ms,
-    deadline_from_epoch_ms, holds_group_back, process, record_span,
+    BatchContext, BatchError, BatchReport, Handler, RecordReport, Starved, process, record_span,
 };
 pub use config::{BatchSettings, KeyOrder, Settings, Telemetry, WholeBatchFailure};
 pub use error::{ConfigError, StoreError, TraceSetupError};
-pub use function::{
-    BuildError, ColdStart, Function, FunctionBuilder, emit_metrics, invocation_span,
-};
+pub use function::{BuildError, ColdStart, Function, FunctionBuilder, invocation_span};
 #[cfg(feature = "idempotency")]
 #[cfg_attr(docsrs, doc(cfg(feature = "idempotency")))]
 pub use idempotency::{
     IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Idempotent,
 };
-pub use metrics::{OutcomeCounts, VisibilityTally};
 pub use outcome::{Failure, RecordOutcome, Skip, Verdict, labels};
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]

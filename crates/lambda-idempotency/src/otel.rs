@@ -36,8 +36,8 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterExt as _, LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::batch::deadline_from_epoch_ms;
 use crate::error::TraceSetupError;
+use crate::time::deadline_from_epoch_ms;
 
 /// The longest an invocation waits for its spans to be exported. A collector
 /// on localhost takes milliseconds; a dead one refuses the connection at

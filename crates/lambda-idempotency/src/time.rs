@@ -32,6 +32,27 @@ pub fn runtime_deadline(deadline_ms: u64, now_ms: u64) -> Option<u64> {
     }
 }
 
+/// Lambda's deadline as epoch milliseconds, whatever the runtime API sent:
+/// a value below 10^12 (2001-09-09 in epoch milliseconds) is read as
+/// milliseconds from now.
+pub fn deadline_epoch_ms(deadline_ms: u64) -> u64 {
+    let now = epoch_ms();
+    let read = runtime_deadline(deadline_ms, now).unwrap_or(now);
+    if read != deadline_ms {
+        tracing::warn!(
+            deadline_ms,
+            "invocation deadline is not an epoch timestamp (local emulator?); reading it as milliseconds from now"
+        );
+    }
+    read
+}
+
+/// Convert Lambda's deadline (milliseconds since the epoch) to an `Instant`.
+pub fn deadline_from_epoch_ms(deadline_ms: u64) -> tokio::time::Instant {
+    let left = deadline_epoch_ms(deadline_ms).saturating_sub(epoch_ms());
+    tokio::time::Instant::now() + std::time::Duration::from_millis(left)
+}
+
 /// An id no other attempt of any process shares: when this process started
 /// (nanoseconds), its pid, and a counter. Claims and suspense Puts write it
 /// so that a refusal can tell "my own earlier write" from someone else's.

@@ -131,16 +131,14 @@ impl Handler for OrderHandler {
     /// A proven duplicate or stale event costs nothing, not even time.
     fn settle_without_io(&self, ev: &OrderEvent, cx: &BatchContext) -> Option<Outcome> {
         let settled = self.cache.check(ev)?;
-        cx.cache_hits
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        cx.cache_hit();
         Some(settled)
     }
 
     /// One record's verdict, or the write's failure.
     async fn apply(&self, ev: &OrderEvent, cx: &BatchContext) -> Result<Outcome, StoreError> {
         if self.cache.capacity() > 0 {
-            cx.cache_misses
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            cx.cache_miss();
         }
         let Some(refused) = self.learn(ev, self.store.apply(ev).await)? else {
             return Ok(Outcome::Applied);
@@ -387,9 +385,8 @@ mod batch_tests {
     use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
     use lambda_idempotency::BatchEvent;
     use lambda_idempotency::Skip;
-    use lambda_idempotency::{
-        BatchError, BatchReport, RecordOutcome, RecordReport, Starved, deadline_from_epoch_ms,
-    };
+    use lambda_idempotency::time::deadline_from_epoch_ms;
+    use lambda_idempotency::{BatchError, BatchReport, RecordOutcome, RecordReport, Starved};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     use tokio::time::Instant;
 

@@ -52,7 +52,6 @@ use event::{
 };
 use lambda_idempotency::StoreError;
 use lambda_idempotency::config::{ConfigError, Telemetry, parse_in, required};
-use lambda_idempotency::deadline_epoch_ms;
 use lambda_idempotency::http::{
     Committed, Deadline, HttpClaim, IdempotencyLayer, IdempotentService, cut, cutoff,
 };
@@ -264,7 +263,7 @@ impl OrderApi {
         // through `run`) gets the API Gateway limit of 30 s.
         let (deadline, span) = match req.lambda_context_ref() {
             Some(cx) => (
-                deadline_epoch_ms(cx.deadline),
+                lambda_idempotency::time::deadline_epoch_ms(cx.deadline),
                 invocation_span(&self.telemetry, cold_start, cx),
             ),
             None => (epoch_ms() + 30_000, tracing::Span::none()),

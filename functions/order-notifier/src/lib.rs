@@ -115,7 +115,7 @@ impl NotifierHandler {
 
     /// Time left before the batch cuts this record off.
     fn left(cx: &BatchContext) -> Duration {
-        cx.cutoff.saturating_duration_since(Instant::now())
+        cx.cutoff().saturating_duration_since(Instant::now())
     }
 }
 

@@ -22,10 +22,9 @@ use super::key::key_of;
 use super::problem::{DEFAULT_PROBLEM_PREFIX, Problem, ProblemKind};
 use super::scope::{AuthMode, RoleSessions, Scope, record_key};
 use super::stored::{Answered, StoredResponse, is_stored};
-use crate::batch::deadline_epoch_ms;
 use crate::error::StoreError;
 use crate::idempotency::{Claim, Claimed, IdempotencyStore, Refusal, hashed_key, json_fingerprint};
-use crate::time::{epoch_ms, rfc3339, unique_id};
+use crate::time::{deadline_epoch_ms, epoch_ms, rfc3339, unique_id};
 
 /// The header that publishes when a key expires (RFC 3339, UTC), on a
 /// first answer and on every replay.

@@ -5,20 +5,29 @@
 
 use std::time::Duration;
 
-use lambda_idempotency::BackoffPolicy;
 use lambda_idempotency::redelivery::Redelivery;
-use orders::OrderFunction;
+use lambda_idempotency::{BackoffPolicy, Function};
 use orders::testing::sqs_endpoint::{Mode, SqsEndpoint};
 use orders::testing::*;
+use orders::{OrderConfig, OrderFunction, OrderHandler};
 use tokio::time::Instant;
 
 /// An endpoint that accepts every change, and a consumer that uses it.
 async fn consumer(db: &TestDb) -> (OrderFunction, SqsEndpoint) {
     let sqs = SqsEndpoint::start(std::sync::Arc::new(|_: &str, _: &str, _: u64| true)).await;
-    let c = db.consumer().with_redelivery(Some(Redelivery::new(
-        sqs.client(),
-        BackoffPolicy::default(),
-    )));
+    let config = OrderConfig::from_lookup(|k| (k == "TABLE_NAME").then(|| db.table.clone()))
+        .expect("valid test config");
+    let c = Function::builder(OrderHandler::from_config(db.store(), &config))
+        .name(orders::NAME)
+        .and_then(|b| {
+            b.settings(config.runtime)
+                .redelivery(Some(Redelivery::new(
+                    sqs.client(),
+                    BackoffPolicy::default(),
+                )))
+                .build()
+        })
+        .expect("the order consumer builds");
     (c, sqs)
 }
 
