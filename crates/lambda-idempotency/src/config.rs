@@ -17,20 +17,109 @@ pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
 /// How a batch is run: what the engine ([`crate::process`]) needs of
 /// [`Settings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Its fields are read and set through methods that keep them in the
+/// ranges [`Settings`] accepts: `BatchSettings::default()` and then, for
+/// example, `.with_max_concurrency(16)?`.
 pub struct BatchSettings {
+    pub(crate) max_concurrency: usize,
+    pub(crate) deadline_margin: Duration,
+    pub(crate) max_receive_count: Option<u32>,
+    pub(crate) key_order: KeyOrder,
+    pub(crate) whole_batch_failure: WholeBatchFailure,
+}
+
+/// `MAX_CONCURRENCY`'s range: at least one group at a time (none would
+/// never finish a batch), at most 256.
+const CONCURRENCY: std::ops::RangeInclusive<u64> = 1..=256;
+/// `DEADLINE_MARGIN_MS`'s range.
+const MARGIN_MS: std::ops::RangeInclusive<u64> = 0..=60_000;
+/// `MAX_RECEIVE_COUNT`'s range: SQS's own for a redrive policy.
+const RECEIVES: std::ops::RangeInclusive<u64> = 1..=1_000;
+
+/// `value` if it is in `range`, else the error `var`'s parser gives.
+fn in_range(
+    var: &'static str,
+    value: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::Invalid {
+            var,
+            reason: format!("expected {}..={}", range.start(), range.end()),
+        })
+    }
+}
+
+impl BatchSettings {
     /// Groups applied at once (one group's records are sequential).
-    pub max_concurrency: usize,
+    pub fn max_concurrency(&self) -> usize {
+        self.max_concurrency
+    }
+
     /// Time kept back before the invocation deadline.
-    pub deadline_margin: Duration,
+    pub fn deadline_margin(&self) -> Duration {
+        self.deadline_margin
+    }
+
     /// The source queue's `maxReceiveCount`, if the function knows it. A
-    /// strictly ordered group's failed record on its last receive then does
-    /// not hold the group's later records back.
-    pub max_receive_count: Option<u32>,
+    /// strictly ordered group's failed record on its last receive then
+    /// does not hold the group's later records back.
+    pub fn max_receive_count(&self) -> Option<u32> {
+        self.max_receive_count
+    }
+
     /// Whether a failed record holds back the rest of its key on a source
     /// without an order of its own (an SQS standard queue).
-    pub key_order: KeyOrder,
+    pub fn key_order(&self) -> KeyOrder {
+        self.key_order
+    }
+
     /// What a batch whose every record failed on a dependency answers.
-    pub whole_batch_failure: WholeBatchFailure,
+    pub fn whole_batch_failure(&self) -> WholeBatchFailure {
+        self.whole_batch_failure
+    }
+
+    /// With `groups` applied at once: 1 to 256 (`MAX_CONCURRENCY`'s range).
+    pub fn with_max_concurrency(mut self, groups: usize) -> Result<Self, ConfigError> {
+        let n = u64::try_from(groups).unwrap_or(u64::MAX);
+        self.max_concurrency = in_range("MAX_CONCURRENCY", n, CONCURRENCY)? as usize;
+        Ok(self)
+    }
+
+    /// With `margin` kept back before the deadline: at most 60 s
+    /// (`DEADLINE_MARGIN_MS`'s range), whole milliseconds.
+    pub fn with_deadline_margin(mut self, margin: Duration) -> Result<Self, ConfigError> {
+        let ms = u64::try_from(margin.as_millis()).unwrap_or(u64::MAX);
+        self.deadline_margin =
+            Duration::from_millis(in_range("DEADLINE_MARGIN_MS", ms, MARGIN_MS)?);
+        Ok(self)
+    }
+
+    /// With the source queue's `maxReceiveCount` (1 to 1000, SQS's range),
+    /// or `None` when unknown.
+    pub fn with_max_receive_count(mut self, count: Option<u32>) -> Result<Self, ConfigError> {
+        self.max_receive_count = match count {
+            Some(n) => Some(in_range("MAX_RECEIVE_COUNT", u64::from(n), RECEIVES)? as u32),
+            None => None,
+        };
+        Ok(self)
+    }
+
+    /// With `order` for the keys of a source without an order of its own.
+    pub fn with_key_order(mut self, order: KeyOrder) -> Self {
+        self.key_order = order;
+        self
+    }
+
+    /// With `whole` as the answer to a batch whose every record failed on
+    /// a dependency.
+    pub fn with_whole_batch_failure(mut self, whole: WholeBatchFailure) -> Self {
+        self.whole_batch_failure = whole;
+        self
+    }
 }
 
 /// On a source without an order of its own (an SQS standard queue), how
@@ -90,28 +179,16 @@ impl Default for BatchSettings {
 /// What every function reads the same way: how a batch runs, where its
 /// metrics go and how soon a returned message comes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Read once per cold start ([`Settings::from_env`], or
+/// [`Settings::from_lookup`] in tests), which checks every range; read back
+/// through its methods.
 pub struct Settings {
-    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many groups (keys:
-    /// customers, accounts) of one batch are applied concurrently. One group's records
-    /// are always sequential.
-    pub max_concurrency: usize,
-    /// `DEADLINE_MARGIN_MS` (default 2000): stop starting records when less
-    /// than this is left before the invocation deadline, and cut in-flight
-    /// writes off at that point, leaving time to answer Lambda.
-    pub deadline_margin: Duration,
-    /// Where its metrics go and what its log lines are keyed by.
-    pub telemetry: Telemetry,
-    /// `RETRY_BACKOFF` (`on`, the default, or `off`) and the
-    /// `BACKOFF_*` curves ([`BackoffPolicy::from_lookup`]): how soon an SQS
-    /// message that is not acknowledged comes back. `None` when off: it
-    /// then comes back after the queue's visibility timeout.
-    pub retry_backoff: Option<BackoffPolicy>,
-    /// `MAX_RECEIVE_COUNT` (1..=1000, unset by default): the source queue's
-    /// redrive `maxReceiveCount` (set both from one deployment parameter). On a FIFO queue a failed record on its last receive then
-    /// no longer holds its group's later records back
-    /// ([`BatchSettings::max_receive_count`]). Unset: every failed record
-    /// holds them back.
-    pub max_receive_count: Option<u32>,
+    pub(crate) max_concurrency: usize,
+    pub(crate) deadline_margin: Duration,
+    pub(crate) telemetry: Telemetry,
+    pub(crate) retry_backoff: Option<BackoffPolicy>,
+    pub(crate) max_receive_count: Option<u32>,
 }
 
 /// What names a function in its metrics and log lines, read the same way
@@ -178,13 +255,13 @@ impl Settings {
                 get,
                 "MAX_CONCURRENCY",
                 DEFAULT_MAX_CONCURRENCY as u64,
-                1..=256,
+                CONCURRENCY,
             )? as usize,
             deadline_margin: Duration::from_millis(parse_in(
                 get,
                 "DEADLINE_MARGIN_MS",
                 DEFAULT_DEADLINE_MARGIN_MS,
-                0..=60_000,
+                MARGIN_MS,
             )?),
             telemetry: Telemetry::from_lookup(get, default_namespace, default_function),
             retry_backoff: match get("RETRY_BACKOFF")
@@ -202,10 +279,47 @@ impl Settings {
             },
             max_receive_count: match get("MAX_RECEIVE_COUNT").filter(|s| !s.trim().is_empty()) {
                 // SQS's own range for a redrive policy's maxReceiveCount.
-                Some(_) => Some(parse_in(get, "MAX_RECEIVE_COUNT", 0, 1..=1_000)? as u32),
+                Some(_) => Some(parse_in(get, "MAX_RECEIVE_COUNT", 0, RECEIVES)? as u32),
                 None => None,
             },
         })
+    }
+
+    /// `MAX_CONCURRENCY` (default 8, 1..=256): how many groups (keys:
+    /// customers, accounts) of one batch are applied concurrently. One
+    /// group's records are always sequential.
+    pub fn max_concurrency(&self) -> usize {
+        self.max_concurrency
+    }
+
+    /// `DEADLINE_MARGIN_MS` (default 2000): stop starting records when less
+    /// than this is left before the invocation deadline, and cut in-flight
+    /// writes off at that point, leaving time to answer Lambda.
+    pub fn deadline_margin(&self) -> Duration {
+        self.deadline_margin
+    }
+
+    /// Where its metrics go and what its log lines are keyed by.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    /// `RETRY_BACKOFF` (`on`, the default, or `off`) and the `BACKOFF_*`
+    /// curves ([`BackoffPolicy::from_lookup`]): how soon an SQS message
+    /// that is not acknowledged comes back. `None` when off: it then comes
+    /// back after the queue's visibility timeout.
+    pub fn retry_backoff(&self) -> Option<&BackoffPolicy> {
+        self.retry_backoff.as_ref()
+    }
+
+    /// `MAX_RECEIVE_COUNT` (1..=1000, unset by default): the source queue's
+    /// redrive `maxReceiveCount` (set both from one deployment parameter).
+    /// On a FIFO queue a failed record on its last receive then no longer
+    /// holds its group's later records back
+    /// ([`BatchSettings::max_receive_count`]). Unset: every failed record
+    /// holds them back.
+    pub fn max_receive_count(&self) -> Option<u32> {
+        self.max_receive_count
     }
 
     /// What the batch machinery needs of these settings.
@@ -349,5 +463,77 @@ mod tests {
                 "environment variable MAX_RECEIVE_COUNT is invalid: expected an integer in 1..=1000"
             );
         }
+    }
+
+    #[test]
+    fn batch_settings_are_set_only_within_the_variables_ranges() {
+        let d = BatchSettings::default();
+        for ok in [1, 8, 256] {
+            assert_eq!(
+                d.with_max_concurrency(ok).map(|s| s.max_concurrency()),
+                Ok(ok)
+            );
+        }
+        // None at a time would never finish a batch.
+        for bad in [0, 257, usize::MAX] {
+            let e = d.with_max_concurrency(bad).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    ConfigError::Invalid {
+                        var: "MAX_CONCURRENCY",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+        let margin = Duration::from_millis(60_000);
+        assert_eq!(
+            d.with_deadline_margin(margin).map(|s| s.deadline_margin()),
+            Ok(margin)
+        );
+        for bad in [Duration::from_millis(60_001), Duration::MAX] {
+            let e = d.with_deadline_margin(bad).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    ConfigError::Invalid {
+                        var: "DEADLINE_MARGIN_MS",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+        for ok in [None, Some(1), Some(1_000)] {
+            assert_eq!(
+                d.with_max_receive_count(ok).map(|s| s.max_receive_count()),
+                Ok(ok)
+            );
+        }
+        for bad in [0, 1_001] {
+            let e = d.with_max_receive_count(Some(bad)).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    ConfigError::Invalid {
+                        var: "MAX_RECEIVE_COUNT",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+        let strict = d
+            .with_key_order(KeyOrder::Strict)
+            .with_whole_batch_failure(WholeBatchFailure::ReportEach);
+        assert_eq!(
+            (strict.key_order(), strict.whole_batch_failure()),
+            (KeyOrder::Strict, WholeBatchFailure::ReportEach)
+        );
+        // The environment's defaults are the same settings.
+        let read = Settings::from_lookup(&|_: &str| None, "Ns", "fn").unwrap();
+        assert_eq!(read.batch(), d);
     }
 }

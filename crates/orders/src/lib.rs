@@ -301,9 +301,9 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let c = cfg(&[("TABLE_NAME", "orders")]).unwrap();
-        assert_eq!(c.runtime.max_concurrency, DEFAULT_MAX_CONCURRENCY);
+        assert_eq!(c.runtime.max_concurrency(), DEFAULT_MAX_CONCURRENCY);
         assert_eq!(
-            c.runtime.deadline_margin,
+            c.runtime.deadline_margin(),
             Duration::from_millis(DEFAULT_DEADLINE_MARGIN_MS)
         );
         let c = cfg(&[
@@ -313,7 +313,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            (c.runtime.max_concurrency, c.runtime.deadline_margin),
+            (c.runtime.max_concurrency(), c.runtime.deadline_margin()),
             (32, Duration::from_millis(500))
         );
     }

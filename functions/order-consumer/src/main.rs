@@ -13,7 +13,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // visibility back-off): loaded once per cold start.
     let sdk = bootstrap::sdk_config().await;
     let client = bootstrap::dynamodb_client_from(&sdk);
-    tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency, "cold start");
+    tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency(), "cold start");
     let store = OrderStore::new(client, config.table_name.clone());
     Function::builder(OrderHandler::from_config(store, &config))
         .name(orders::NAME)?

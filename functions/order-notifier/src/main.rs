@@ -32,7 +32,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             WebhookSource::Url(_) => "NOTIFY_WEBHOOK_URL",
             WebhookSource::Parameter(_) => "SSM (NOTIFY_WEBHOOK_URL_PARAMETER)",
         },
-        max_concurrency = config.runtime.max_concurrency,
+        max_concurrency = config.runtime.max_concurrency(),
         "cold start"
     );
     let handler = match NotifierHandler::from_config(client, &config, &webhook_url) {

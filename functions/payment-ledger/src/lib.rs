@@ -195,9 +195,9 @@ mod tests {
             Err(ConfigError::Missing("ACCOUNTS_TABLE"))
         );
         let c = env(&[("LEDGER_TABLE", "l"), ("ACCOUNTS_TABLE", "a")]).unwrap();
-        assert_eq!(c.runtime.telemetry.metrics_namespace, "PaymentLedger");
+        assert_eq!(c.runtime.telemetry().metrics_namespace, "PaymentLedger");
         assert_eq!(
-            c.runtime.max_concurrency,
+            c.runtime.max_concurrency(),
             lambda_idempotency::config::DEFAULT_MAX_CONCURRENCY
         );
         assert!(

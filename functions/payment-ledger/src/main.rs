@@ -18,7 +18,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     tracing::info!(
         ledger_table = %config.ledger_table,
         accounts_table = %config.accounts_table,
-        max_concurrency = config.runtime.max_concurrency,
+        max_concurrency = config.runtime.max_concurrency(),
         "cold start"
     );
     Function::builder(LedgerHandler::from_config(client, &config))
