@@ -66,7 +66,7 @@ use lambda_idempotency::http::{
     AfterService, Answered, ReplayRefused, Scope, StoredResponse, after_service, record_key, replay,
 };
 use lambda_idempotency::idempotency::{
-    Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live,
+    Claimed, Record, Refusal, Stored, claim_expires_at, classify, is_expired, lease_is_live,
 };
 use stateright::{Model, Property};
 
@@ -530,8 +530,7 @@ impl Model for HttpModel {
                             by: req,
                             body: spec.body,
                             lease_until_ms: lease_until,
-                            expires_at: (now / 1000 + self.expiry_s)
-                                .max(lease_until.div_ceil(1000)),
+                            expires_at: claim_expires_at(now / 1000 + self.expiry_s, lease_until),
                             status: None,
                         },
                     );

@@ -36,7 +36,9 @@
 //! - `body runs at most once per key while a completed record or a live
 //!   lease holds it`: no claim ever overwrites a completed record before
 //!   its expiry, nor a live lease, and no two bodies run at once; with a
-//!   clock skew δ, each "before" is "before, less δ".
+//!   clock skew δ, "before its expiry" is "before, less δ"; a lease is
+//!   judged in true time, since the claim's lease test
+//!   (`lease_is_live`) allows for clocks `CLOCK_SKEW_ALLOWANCE` apart.
 //! - `every output answered is the committed one`: an output answered to a
 //!   caller is one that a completion committed, and no completion commits
 //!   while another committed one is live.
@@ -67,7 +69,7 @@
 use std::fmt;
 
 use lambda_idempotency::idempotency::{
-    Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live,
+    Claimed, Record, Refusal, Stored, claim_expires_at, classify, is_expired, lease_is_live,
 };
 use stateright::{Model, Property};
 
@@ -90,6 +92,13 @@ pub enum Mutation {
     /// The output is answered as soon as the body returns, before the
     /// completion's answer (ack before the write).
     AnswerBeforeCompletion,
+    /// The defects fixed before: a lease taken over as soon as the
+    /// claimer's own clock passes its end, with no allowance for the
+    /// clocks of two hosts disagreeing (`lease_is_live` without
+    /// `CLOCK_SKEW_ALLOWANCE`), and an in-progress record that expires
+    /// with its lease (`claim_expires_at` without it). Caught in the world
+    /// with clock skew.
+    NoSkewAllowance,
 }
 
 /// One call: where it runs and with which payload.
@@ -346,12 +355,18 @@ impl IdempotentModel {
     /// The claim's condition, transcribed from `IdempotencyStore::claim`
     /// (its two tests are the library's own: `is_expired`, and
     /// `lease_is_live` with its clock-skew allowance).
-    fn claim_admits(item: Option<&Item>, now_ms: u64) -> bool {
+    fn claim_admits(&self, item: Option<&Item>, now_ms: u64) -> bool {
+        let live = |until: u64| {
+            if self.mutation == Some(Mutation::NoSkewAllowance) {
+                until > now_ms
+            } else {
+                lease_is_live(until, now_ms)
+            }
+        };
         match item {
             None => true,
             Some(i) => {
-                is_expired(i.expires_at, now_ms)
-                    || (!i.completed && !lease_is_live(i.lease_until_ms, now_ms))
+                is_expired(i.expires_at, now_ms) || (!i.completed && !live(i.lease_until_ms))
             }
         }
     }
@@ -523,20 +538,28 @@ impl Model for IdempotentModel {
                     }
                     return Some(s);
                 }
-                if Self::claim_admits(s.item.as_ref(), now) {
+                if self.claim_admits(s.item.as_ref(), now) {
                     if let Some(old) = &s.item {
                         if old.completed && old.expires_at * 1000 > s.t + self.skew_ms {
                             s.ghost.overwrote_live = true;
                         }
-                        if !old.completed && old.lease_until_ms > s.t + self.skew_ms {
+                        // A lease is taken over only once it has ended in
+                        // true time: the claim's skew allowance covers the
+                        // claimer's clock being ahead.
+                        if !old.completed && old.lease_until_ms > s.t {
                             s.ghost.overwrote_live = true;
                         }
                         if is_expired(old.expires_at, now) {
                             s.ghost.reclaimed_expired = true;
                         }
                     }
-                    let expires_at =
-                        (now / 1000 + self.expiry_s).max(s.calls[i].lease_until_ms.div_ceil(1000));
+                    let by_expiry = now / 1000 + self.expiry_s;
+                    let lease_until = s.calls[i].lease_until_ms;
+                    let expires_at = if self.mutation == Some(Mutation::NoSkewAllowance) {
+                        by_expiry.max(lease_until.div_ceil(1000))
+                    } else {
+                        claim_expires_at(by_expiry, lease_until)
+                    };
                     s.item = Some(Item {
                         completed: false,
                         payload: spec.payload,
@@ -759,10 +782,11 @@ impl Model for IdempotentModel {
 
 impl IdempotentModel {
     fn start_body(&self, s: &mut State, i: usize) {
-        // Another body still running whose lease was live (less the skew):
-        // they overlap.
+        // Another body still running whose lease is live in true time:
+        // they overlap (the skew allowance of the claim's lease test
+        // covers clocks up to it apart).
         for (j, c) in s.calls.iter().enumerate() {
-            if j != i && c.pc == Pc::Running && c.lease_until_ms > s.t + self.skew_ms {
+            if j != i && c.pc == Pc::Running && c.lease_until_ms > s.t {
                 s.ghost.overlapping_runs = true;
             }
         }

@@ -16,10 +16,10 @@ fn holds() {
     assert!(report.unique_states > 1000, "{report}");
 }
 
-#[test]
-fn holds_with_clock_skew() {
-    // Two calls (on two instances), each clock up to a tick off: the
-    // three-call world with skew is the deep check's.
+/// Two calls (on two instances), each clock up to a tick (1 s, the
+/// library's skew allowance) off: the three-call world with skew is the
+/// deep check's.
+fn skewed() -> IdempotentModel {
     let mut m = IdempotentModel {
         skew_ms: 1000,
         ..IdempotentModel::small()
@@ -31,7 +31,20 @@ fn holds_with_clock_skew() {
             payload: 0,
         });
     }
-    assert_holds(m);
+    m
+}
+
+#[test]
+fn holds_with_clock_skew() {
+    assert_holds(skewed());
+}
+
+#[test]
+fn mutation_no_skew_allowance_is_caught() {
+    let property =
+        "body runs at most once per key while a completed record or a live lease holds it";
+    let (len, history) = assert_caught(skewed().with(Mutation::NoSkewAllowance), property);
+    println!("NoSkewAllowance caught by `{property}` in {len} steps:\n{history}");
 }
 
 fn caught(m: Mutation, property: &'static str) {

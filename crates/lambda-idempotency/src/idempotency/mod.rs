@@ -201,6 +201,16 @@ pub fn lease_is_live(lease_until_ms: u64, now_ms: u64) -> bool {
     lease_until_ms.saturating_add(skew_ms()) > now_ms
 }
 
+/// When an in-progress record for a lease that ends at `lease_until_ms`
+/// expires (epoch seconds), given the key's own expiry `expires_at`: not
+/// before the lease has ended plus [`CLOCK_SKEW_ALLOWANCE`]. An expired
+/// record is claimed again whatever its lease, so a record that expired
+/// with its lease would let a host whose clock runs ahead take over a
+/// lease that still holds (a key whose expiry is shorter than its lease).
+pub fn claim_expires_at(expires_at: u64, lease_until_ms: u64) -> u64 {
+    expires_at.max(lease_until_ms.saturating_add(skew_ms()).div_ceil(1000))
+}
+
 /// [`CLOCK_SKEW_ALLOWANCE`] in milliseconds.
 pub(crate) fn skew_ms() -> u64 {
     u64::try_from(CLOCK_SKEW_ALLOWANCE.as_millis()).unwrap_or(u64::MAX)
@@ -525,6 +535,24 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_in_progress_record_outlives_its_lease_on_every_clock_within_the_allowance() {
+        for lease_until in [1_000, 1_500, 2_999, 3_000, 1_765_000_000_001] {
+            // A key whose own expiry is shorter than its lease.
+            let expires_at = claim_expires_at(0, lease_until);
+            // While the lease holds in true time, a clock up to the
+            // allowance ahead sees neither an expired record nor an ended
+            // lease: no second claim.
+            for ahead in [0, 1, 500, 999] {
+                let now = lease_until + ahead;
+                assert!(!is_expired(expires_at, now), "{lease_until} +{ahead}");
+                assert!(lease_is_live(lease_until, now), "{lease_until} +{ahead}");
+            }
+        }
+        // A longer expiry is kept as it is.
+        assert_eq!(claim_expires_at(5_000, 3_000), 5_000);
+    }
     use serde_json::json;
 
     #[test]

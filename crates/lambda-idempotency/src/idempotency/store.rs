@@ -390,11 +390,10 @@ impl IdempotencyStore {
                 Refusal::OtherPayload
             }));
         }
-        // An in-progress record outlives its lease, so that a lease longer
-        // than the expiry is not cut short by it.
-        let expires_at = self
-            .expires_at(c.now_ms)
-            .max(c.lease_until_ms.div_ceil(1000));
+        // An in-progress record outlives its lease (and the clock skew
+        // allowed), so that a lease longer than the expiry is not cut
+        // short by it.
+        let expires_at = super::claim_expires_at(self.expires_at(c.now_ms), c.lease_until_ms);
         let mut item = self.table.item_key(&key);
         item.extend([
             (STATUS.to_owned(), s(IN_PROGRESS)),
