@@ -10,14 +10,24 @@ use crate::redelivery::{self, Redelivery};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-/// The function's configuration, or a failed cold start with a clear log
+/// A value read at cold start (a variable, the function's settings, a
+/// client built from them), or a failed cold start with a clear log
 /// line: a misconfigured function must not start consuming (and
 /// acknowledging) messages. The failure is also reported to the Runtime API
 /// (`/runtime/init/error`), so that the invocation waiting for this cold
 /// start fails at once with the reason (Lambda's `Runtime.ExitError` does
 /// that too, but a local emulator such as `cargo lambda watch` otherwise
 /// waits for a process that is gone).
-pub async fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
+///
+/// ```no_run
+/// # async fn cold_start() -> Result<(), lambda_runtime::Error> {
+/// use lambda_idempotency::{Settings, bootstrap, config};
+/// let env = |k: &str| std::env::var(k).ok();
+/// let table = bootstrap::or_init_error(config::required(&env, "TABLE_NAME")).await?;
+/// let settings = bootstrap::or_init_error(Settings::from_env("Points", "points")).await?;
+/// # Ok(()) }
+/// ```
+pub async fn or_init_error<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
     match read {
         Ok(config) => Ok(config),
         Err(e) => {
@@ -26,6 +36,12 @@ pub async fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime
             Err(e.into())
         }
     }
+}
+
+/// The old name of [`or_init_error`].
+#[deprecated(note = "renamed to bootstrap::or_init_error")]
+pub async fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
+    or_init_error(read).await
 }
 
 /// Tell the Runtime API that the cold start failed, best effort: a failure

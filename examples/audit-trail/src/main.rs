@@ -11,8 +11,8 @@ use lambda_idempotency::{
 async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     bootstrap::init_tracing();
     let env = |k: &str| std::env::var(k).ok();
-    let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
-    let settings = bootstrap::config(Settings::from_env(NAME, "audit-trail")).await?;
+    let table = bootstrap::or_init_error(config::required(&env, "TABLE_NAME")).await?;
+    let settings = bootstrap::or_init_error(Settings::from_env(NAME, "audit-trail")).await?;
     let sdk = bootstrap::sdk_config().await;
     let client = bootstrap::dynamodb_client_from(&sdk);
     match env("EVENT_SOURCE").as_deref().unwrap_or("sqs") {
@@ -42,7 +42,7 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
                 var: "EVENT_SOURCE",
                 reason: "must be sqs or kinesis".into(),
             };
-            bootstrap::config(Err::<(), _>(invalid)).await
+            bootstrap::or_init_error(Err::<(), _>(invalid)).await
         }
     }
 }

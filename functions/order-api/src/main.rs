@@ -11,7 +11,7 @@ use orders::store::OrderStore;
 async fn main() -> Result<(), lambda_http::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(ApiConfig::from_env()).await?;
+    let config = bootstrap::or_init_error(ApiConfig::from_env()).await?;
     let client = bootstrap::dynamodb_client().await;
     tracing::info!(
         table = %config.table_name,
@@ -30,7 +30,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let orders = OrderStore::new(client.clone(), config.table_name.clone());
     // The idempotency table's name, checked as DynamoDB would (a cold
     // start that fails says so, as for any other configuration).
-    let store = bootstrap::config(ApiStore::new(
+    let store = bootstrap::or_init_error(ApiStore::new(
         client,
         config.idempotency_table.clone(),
         orders,

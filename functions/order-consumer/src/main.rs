@@ -8,7 +8,7 @@ use orders::{OrderConfig, OrderHandler, store::OrderStore};
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(OrderConfig::from_env()).await?;
+    let config = bootstrap::or_init_error(OrderConfig::from_env()).await?;
     // One AWS configuration for both clients (DynamoDB, and SQS for the
     // visibility back-off): loaded once per cold start.
     let sdk = bootstrap::sdk_config().await;

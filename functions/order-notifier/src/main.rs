@@ -11,7 +11,7 @@ use order_notifier::{NotifierConfig, NotifierHandler};
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(NotifierConfig::from_env()).await?;
+    let config = bootstrap::or_init_error(NotifierConfig::from_env()).await?;
     // One AWS configuration for both clients (SSM for the URL, DynamoDB),
     // loaded once per cold start.
     let sdk = bootstrap::sdk_config().await;

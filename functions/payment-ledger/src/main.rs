@@ -10,7 +10,7 @@ use payment_ledger::{LedgerConfig, LedgerHandler};
 async fn main() -> Result<(), lambda_runtime::Error> {
     bootstrap::init_tracing();
 
-    let config = bootstrap::config(LedgerConfig::from_env()).await?;
+    let config = bootstrap::or_init_error(LedgerConfig::from_env()).await?;
     // One AWS configuration for both clients (DynamoDB, and SQS for the
     // visibility back-off): loaded once per cold start.
     let sdk = bootstrap::sdk_config().await;

@@ -10,8 +10,8 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     // A misconfigured function fails its cold start (and tells the Runtime
     // API why) instead of consuming messages.
     let env = |k: &str| std::env::var(k).ok();
-    let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
-    let settings = bootstrap::config(Settings::from_env(NAME, "{{ cookiecutter.project_name }}")).await?;
+    let table = bootstrap::or_init_error(config::required(&env, "TABLE_NAME")).await?;
+    let settings = bootstrap::or_init_error(Settings::from_env(NAME, "{{ cookiecutter.project_name }}")).await?;
     // One AWS configuration for both clients (DynamoDB; SQS for the back-off
     // of returned messages).
     let sdk = bootstrap::sdk_config().await;
