@@ -118,7 +118,9 @@ impl TryFrom<&str> for Id {
 }
 
 /// A positive amount in minor units (paise, cents). Floats are refused
-/// rather than rounded: money is never guessed.
+/// rather than rounded: money is never guessed. With [`Currency`], the
+/// money fields of events that carry a payment, a refund or a price: kept
+/// here because any consumer that reads money needs the same two rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Amount(u64);
 
