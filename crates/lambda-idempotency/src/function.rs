@@ -100,7 +100,7 @@ pub enum BuildError {
 }
 
 /// Builds a [`Function`] from another crate:
-/// `Function::builder(handler).name("Points")?.settings(settings).build()?`.
+/// `Function::builder(handler).name("Points").settings(settings).build()?`.
 #[derive(Debug)]
 pub struct FunctionBuilder<H> {
     handler: H,
@@ -134,15 +134,10 @@ impl<H: Handler> FunctionBuilder<H> {
     /// The function's name in its invocation errors' `errorType`
     /// (`{name}.DependencyOutage`): 1 to 64 ASCII letters and digits,
     /// starting with a letter, so the type stays one searchable token.
-    pub fn name(mut self, name: &str) -> Result<Self, BuildError> {
-        let valid = (1..=64).contains(&name.len())
-            && name.starts_with(|c: char| c.is_ascii_alphabetic())
-            && name.chars().all(|c| c.is_ascii_alphanumeric());
-        if !valid {
-            return Err(BuildError::InvalidName);
-        }
+    /// Checked, with everything else, by [`build`](Self::build).
+    pub fn name(mut self, name: &str) -> Self {
         self.name = Some(name.to_owned());
-        Ok(self)
+        self
     }
 
     /// How its batches run and where its metrics go
@@ -162,11 +157,19 @@ impl<H: Handler> FunctionBuilder<H> {
         self
     }
 
-    /// The function, once it has a name and settings.
+    /// The function, once it has a valid name and settings: the one place
+    /// a builder can fail.
     pub fn build(self) -> Result<Function<H>, BuildError> {
+        let name = self.name.ok_or(BuildError::MissingName)?;
+        let valid = (1..=64).contains(&name.len())
+            && name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric());
+        if !valid {
+            return Err(BuildError::InvalidName);
+        }
         Ok(Function {
             handler: self.handler,
-            error_prefix: self.name.ok_or(BuildError::MissingName)?,
+            error_prefix: name,
             runtime: self.settings.ok_or(BuildError::MissingSettings)?,
             #[cfg(feature = "sqs")]
             redelivery: self.redelivery,
@@ -440,19 +443,20 @@ mod tests {
         let event = two_messages();
         let default = Function::builder(Down)
             .name("Down")
-            .map(|b| b.settings(settings()).build());
-        let Ok(Ok(default)) = default else {
+            .settings(settings())
+            .build();
+        let Ok(default) = default else {
             panic!("builds")
         };
         let (_, answer) = default.handle_batch(&event, deadline).await;
         assert_eq!(answer.err(), Some(BatchError::Outage(2)));
-        let each = Function::builder(Down).name("Down").map(|b| {
-            b.settings(settings())
-                .whole_batch_failure(WholeBatchFailure::ReportEach)
-                .key_order(KeyOrder::Strict)
-                .build()
-        });
-        let Ok(Ok(each)) = each else { panic!("builds") };
+        let each = Function::builder(Down)
+            .name("Down")
+            .settings(settings())
+            .whole_batch_failure(WholeBatchFailure::ReportEach)
+            .key_order(KeyOrder::Strict)
+            .build();
+        let Ok(each) = each else { panic!("builds") };
         assert_eq!(each.settings().key_order, KeyOrder::Strict);
         let (_, answer) = each.handle_batch(&event, deadline).await;
         let Ok(answer) = answer else {
@@ -476,7 +480,11 @@ mod tests {
             &"x".repeat(65),
         ] {
             assert_eq!(
-                Function::builder(Nothing).name(bad).err(),
+                Function::builder(Nothing)
+                    .name(bad)
+                    .settings(settings())
+                    .build()
+                    .err(),
                 Some(BuildError::InvalidName),
                 "{bad:?}"
             );
@@ -488,14 +496,13 @@ mod tests {
                 .err(),
             Some(BuildError::MissingName)
         );
-        let unset = Function::builder(Nothing)
-            .name("Orders")
-            .map(FunctionBuilder::build);
-        assert!(matches!(unset, Ok(Err(BuildError::MissingSettings))));
+        let unset = Function::builder(Nothing).name("Orders").build();
+        assert!(matches!(unset, Err(BuildError::MissingSettings)));
         let built = Function::builder(Nothing)
             .name("Orders2")
-            .map(|b| b.settings(settings()).build());
-        let Ok(Ok(function)) = built else {
+            .settings(settings())
+            .build();
+        let Ok(function) = built else {
             panic!("a valid function must build");
         };
         assert_eq!(function.error_prefix, "Orders2");

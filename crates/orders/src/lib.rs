@@ -269,7 +269,7 @@ pub type OrderFunction = Function<OrderHandler>;
 /// The `order-consumer` function over `store`, configured by `config`.
 pub fn function(store: OrderStore, config: OrderConfig) -> Result<OrderFunction, BuildError> {
     Function::builder(OrderHandler::from_config(store, &config))
-        .name(NAME)?
+        .name(NAME)
         .settings(config.runtime)
         .build()
 }

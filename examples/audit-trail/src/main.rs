@@ -20,7 +20,7 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
         // after the queue's visibility timeout).
         "sqs" => {
             Function::builder(AuditHandler::<SqsMessage>::new(client, table))
-                .name(NAME)?
+                .name(NAME)
                 .redelivery(bootstrap::redelivery(&sdk, &settings))
                 .settings(settings)
                 .build()?
@@ -30,7 +30,7 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
         // A stream retries from the answer's lowest sequence number itself.
         "kinesis" => {
             Function::builder(AuditHandler::<KinesisMessage>::new(client, table))
-                .name(NAME)?
+                .name(NAME)
                 .settings(settings)
                 .build()?
                 .serve()

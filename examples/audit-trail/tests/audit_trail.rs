@@ -41,7 +41,6 @@ impl Audit for TestDb {
             Settings::from_lookup(&|_| None, NAME, "audit-trail").expect("default settings");
         Function::builder(AuditHandler::new(self.client.clone(), self.table.clone()))
             .name(NAME)
-            .expect("valid name")
             .settings(settings)
             .build()
             .expect("function")

@@ -16,7 +16,7 @@ async fn main() -> Result<(), Error> {
     if std::env::var("EVENT_SOURCE").as_deref() == Ok("kinesis") {
         let kinesis = Function::builder(Loyalty::<KinesisMessage>::new(client, table));
         return kinesis
-            .name("LoyaltyPoints")?
+            .name("LoyaltyPoints")
             .settings(settings)
             .build()?
             .serve()
@@ -24,6 +24,6 @@ async fn main() -> Result<(), Error> {
     }
     // A standard queue: a customer's failed event holds back the rest.
     let sqs = Function::builder(Loyalty::<SqsMessage>::new(client, table));
-    let sqs = sqs.name("LoyaltyPoints")?.key_order(KeyOrder::Strict);
+    let sqs = sqs.name("LoyaltyPoints").key_order(KeyOrder::Strict);
     sqs.settings(settings).build()?.serve().await
 }

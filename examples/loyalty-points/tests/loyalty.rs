@@ -21,7 +21,6 @@ where
     let settings = Settings::from_lookup(&|_| None, "LoyaltyPoints", "loyalty").expect("settings");
     Function::builder(Loyalty::new(client.clone(), table.into()))
         .name("LoyaltyPoints")
-        .expect("a valid name")
         .settings(settings)
         .build()
         .expect("a function")

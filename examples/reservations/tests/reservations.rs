@@ -35,7 +35,6 @@ impl Reservations for TestDb {
         let (client, table) = (self.client.clone(), self.table.clone());
         Function::builder(ReservationHandler { client, table })
             .name(NAME)
-            .expect("valid name")
             .settings(settings)
             .build()
             .expect("function")

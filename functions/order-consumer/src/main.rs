@@ -16,7 +16,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     tracing::info!(table = %config.table_name, max_concurrency = config.runtime.max_concurrency(), "cold start");
     let store = OrderStore::new(client, config.table_name.clone());
     Function::builder(OrderHandler::from_config(store, &config))
-        .name(orders::NAME)?
+        .name(orders::NAME)
         .redelivery(bootstrap::redelivery(&sdk, &config.runtime))
         .settings(config.runtime)
         .build()?

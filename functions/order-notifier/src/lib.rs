@@ -352,7 +352,7 @@ pub fn function(
 ) -> Result<NotifierFunction, NotifierBuildError> {
     let handler = NotifierHandler::from_config(client, &config, webhook_url)?;
     Ok(Function::builder(handler)
-        .name(NAME)?
+        .name(NAME)
         .settings(config.runtime)
         .build()?)
 }

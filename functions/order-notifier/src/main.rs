@@ -47,7 +47,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     };
 
     Function::builder(handler)
-        .name(order_notifier::NAME)?
+        .name(order_notifier::NAME)
         .settings(config.runtime)
         .build()?
         .serve()

@@ -167,7 +167,7 @@ pub fn function(
     config: LedgerConfig,
 ) -> Result<LedgerFunction, BuildError> {
     Function::builder(LedgerHandler::from_config(client, &config))
-        .name(NAME)?
+        .name(NAME)
         .settings(config.runtime)
         .build()
 }

@@ -22,7 +22,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         "cold start"
     );
     Function::builder(LedgerHandler::from_config(client, &config))
-        .name(payment_ledger::NAME)?
+        .name(payment_ledger::NAME)
         .redelivery(bootstrap::redelivery(&sdk, &config.runtime))
         .settings(config.runtime)
         .build()?

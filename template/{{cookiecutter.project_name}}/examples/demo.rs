@@ -12,7 +12,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     create_table(&client, "{{ cookiecutter.entity }}", KEY).await?;
     let settings = Settings::from_lookup(&|_| None, NAME, "{{ cookiecutter.project_name }}")?;
     let f = Function::builder({{ cookiecutter.__entity_type }}Handler { client: client.clone(), table: "{{ cookiecutter.entity }}".into() })
-        .name(NAME)?
+        .name(NAME)
         .settings(settings)
         .build()?;
 

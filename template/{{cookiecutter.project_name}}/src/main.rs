@@ -17,7 +17,7 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     let sdk = bootstrap::sdk_config().await;
     let client = bootstrap::dynamodb_client_from(&sdk);
     Function::builder({{ cookiecutter.__entity_type }}Handler { client, table })
-        .name(NAME)?
+        .name(NAME)
         // Returned messages come back after a back-off (RETRY_BACKOFF=off:
         // after the queue's visibility timeout).
         .redelivery(bootstrap::redelivery(&sdk, &settings))

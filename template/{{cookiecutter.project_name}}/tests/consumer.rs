@@ -65,7 +65,6 @@ fn function_on(
     let settings = Settings::from_lookup(&|_| None, NAME, "{{ cookiecutter.project_name }}").expect("default settings");
     Function::builder({{ cookiecutter.__entity_type }}Handler { client, table: table.to_owned() })
         .name(NAME)
-        .expect("valid name")
         .settings(settings)
         .whole_batch_failure(whole)
         .build()

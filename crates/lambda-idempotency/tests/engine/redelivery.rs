@@ -19,14 +19,12 @@ async fn consumer(db: &TestDb) -> (OrderFunction, SqsEndpoint) {
         .expect("valid test config");
     let c = Function::builder(OrderHandler::from_config(db.store(), &config))
         .name(orders::NAME)
-        .and_then(|b| {
-            b.settings(config.runtime)
-                .redelivery(Some(Redelivery::new(
-                    sqs.client(),
-                    BackoffPolicy::default(),
-                )))
-                .build()
-        })
+        .settings(config.runtime)
+        .redelivery(Some(Redelivery::new(
+            sqs.client(),
+            BackoffPolicy::default(),
+        )))
+        .build()
         .expect("the order consumer builds");
     (c, sqs)
 }
