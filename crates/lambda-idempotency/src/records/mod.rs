@@ -4,7 +4,8 @@
 //! thing a message of any source carries, its bytes ([`MessageRecord`]), so
 //! one handler serves them all. Each source is a module of its own, built
 //! only with its feature: `sqs` (SQS standard and FIFO), `streams`
-//! (DynamoDB streams, feature `dynamodb-streams`), `kinesis`.
+//! (DynamoDB streams, feature `dynamodb-streams`), `kinesis`, `kafka`
+//! (Amazon MSK and self-managed Apache Kafka).
 //!
 //! Every source's event is read strictly. `aws_lambda_events::SqsEvent`
 //! derives `Deserialize`, and serde's derived struct deserializer also
@@ -33,6 +34,9 @@ use serde::{Deserialize, Deserializer};
 
 use crate::wire::ParseError;
 
+#[cfg(feature = "kafka")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]
+mod kafka;
 #[cfg(feature = "kinesis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
 mod kinesis;
@@ -43,6 +47,10 @@ mod sqs;
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 mod streams;
 
+#[cfg(feature = "kafka")]
+pub use kafka::{
+    KafkaBatch, KafkaBatchItemFailure, KafkaBatchResponse, KafkaItemIdentifier, KafkaMessage,
+};
 #[cfg(feature = "kinesis")]
 pub use kinesis::{KinesisBatch, KinesisMessage};
 #[cfg(feature = "sqs")]
@@ -115,7 +123,7 @@ pub trait BatchEvent: Send + Sync {
 }
 
 /// A record that carries one message as bytes: an SQS message's body, a
-/// Kinesis record's data. A handler generic over it
+/// Kinesis record's data, a Kafka record's value. A handler generic over it
 /// (`impl<R: MessageRecord> Handler for MyHandler<R>`, `type Record = R`)
 /// runs unchanged on either source; the engine applies each source's own
 /// rules (grouping, strict order, the answer's ids).
