@@ -16,6 +16,8 @@
 //! - [`stream_records`]: DynamoDB stream records.
 //! - [`kinesis`] (feature `kinesis`): Kinesis Data Streams records and
 //!   batches as Lambda delivers them.
+//! - [`kafka`] (feature `kafka`): Amazon MSK and self-managed Apache Kafka
+//!   records and batches as Lambda delivers them.
 //! - [`runtime_api`]: a Lambda Runtime API emulator, to run a real binary.
 //! - [`sqs_endpoint`]: an SQS endpoint that records visibility changes.
 //! - [`proxy`]: a fault-injecting proxy that is also a faulty DynamoDB.
@@ -28,7 +30,7 @@
 //!
 //! # Features
 //!
-//! None by default: each of `kinesis`, `idempotency` and `http` turns on
+//! None by default: each of `kinesis`, `kafka`, `idempotency` and `http` turns on
 //! the library's feature of the same name with the support for it, so
 //! your test build has the library's features your function has. Turn on
 //! the ones your function turns on.
@@ -41,6 +43,9 @@
 pub mod api_gateway;
 pub mod dynamodb;
 pub mod http1;
+#[cfg(feature = "kafka")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]
+pub mod kafka;
 #[cfg(feature = "kinesis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
 pub mod kinesis;

@@ -52,6 +52,11 @@
 // (`KinesisBatch`, `KinesisMessage`: data decoded per record, grouped by
 // partition key, strictly ordered, answered by sequence number); a
 // handler generic over [`MessageRecord`] serves SQS and Kinesis alike.
+// `kafka` (off by default): Amazon MSK and self-managed Apache Kafka
+// records (`KafkaBatch`, `KafkaMessage`: key, value and headers decoded per
+// record, grouped per topic-partition in offset order, a partition stopped
+// at its first failure, answered by topic-partition and offset); a
+// `MessageRecord` too.
 // `idempotency` (implies `dynamodb`): any async function once per key,
 // the `idempotency` module. `http` (implies `idempotency`): the
 // Idempotency-Key layer for `lambda_http` handlers, the `http` module.
@@ -108,6 +113,11 @@ pub use records::SqsInput;
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 pub use records::StreamInput;
 pub use records::{BatchEvent, BatchRecord, MessageRecord, Redeliverable, StrictInput};
+#[cfg(feature = "kafka")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]
+pub use records::{
+    KafkaBatch, KafkaBatchItemFailure, KafkaBatchResponse, KafkaItemIdentifier, KafkaMessage,
+};
 #[cfg(feature = "kinesis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
 pub use records::{KinesisBatch, KinesisMessage};

@@ -1,12 +1,16 @@
-//! One handler, two sources: an audit trail that records each event once,
-//! whether the events arrive on an SQS queue or a Kinesis data stream.
+//! One handler, three sources: an audit trail that records each event
+//! once, whether the events arrive on an SQS queue, a Kinesis data stream
+//! or a Kafka topic (Amazon MSK or self-managed).
 //!
-//! [`AuditHandler`] is generic over [`MessageRecord`] (an SQS body or a
-//! Kinesis record's decoded data): `AuditHandler<SqsMessage>` and
-//! `AuditHandler<KinesisMessage>` are the same code. What differs is the
+//! [`AuditHandler`] is generic over [`MessageRecord`] (an SQS body, a
+//! Kinesis record's decoded data, a Kafka record's decoded value):
+//! `AuditHandler<SqsMessage>`, `AuditHandler<KinesisMessage>` and
+//! `AuditHandler<KafkaMessage>` are the same code. What differs is the
 //! library's, per source: SQS answers by messageId and orders nothing on
 //! a standard queue; Kinesis answers by sequence number, keeps each
-//! partition key in order and stops a key at its first failure.
+//! partition key in order and stops a key at its first failure; Kafka
+//! answers by topic-partition and offset, keeps each partition in offset
+//! order and stops a partition at its first failure.
 //! `src/main.rs` picks the source from `EVENT_SOURCE`.
 
 use std::fmt;
@@ -95,7 +99,8 @@ impl<R: MessageRecord> Handler for AuditHandler<R> {
         })
     }
     /// One account's events one after another (on Kinesis the partition
-    /// key groups them instead: the stream's own order).
+    /// key groups them instead, on Kafka the topic-partition: the source's
+    /// own order).
     fn key(&self, e: &AuditEvent) -> String {
         e.account.to_string()
     }

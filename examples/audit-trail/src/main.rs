@@ -1,10 +1,10 @@
 //! The `audit-trail` Lambda: one binary for either source. `EVENT_SOURCE`
-//! (`sqs`, the default, or `kinesis`) says which event the function is
-//! subscribed to; the handler is the same code on both.
+//! (`sqs`, the default, `kinesis` or `kafka`) says which event the function
+//! is subscribed to; the handler is the same code on all three.
 
 use audit_trail::{AuditHandler, NAME};
 use lambda_idempotency::{
-    ConfigError, Function, KinesisMessage, Settings, SqsMessage, bootstrap, config,
+    ConfigError, Function, KafkaMessage, KinesisMessage, Settings, SqsMessage, bootstrap, config,
 };
 
 #[tokio::main]
@@ -36,11 +36,21 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
                 .serve()
                 .await
         }
+        // Amazon MSK or self-managed Kafka: Lambda resumes each partition
+        // from the lowest offset the answer lists.
+        "kafka" => {
+            Function::builder(AuditHandler::<KafkaMessage>::new(client, table))
+                .name(NAME)
+                .settings(settings)
+                .build()?
+                .serve()
+                .await
+        }
         // A source it cannot read fails the cold start, before any event.
         _ => {
             let invalid = ConfigError::Invalid {
                 var: "EVENT_SOURCE",
-                reason: "must be sqs or kinesis".into(),
+                reason: "must be sqs, kinesis or kafka".into(),
             };
             bootstrap::or_init_error(Err::<(), _>(invalid)).await
         }

@@ -1,13 +1,14 @@
-//! The audit trail's one handler on both sources, against a local DynamoDB
+//! The audit trail's one handler on every source, against a local DynamoDB
 //! (in-process dynoxide): in process through `Function::handle_batch`, and
 //! the real binary under the Lambda Runtime API emulator with a Kinesis
-//! event and an SQS event as Lambda sends them.
+//! event, a Kafka event and an SQS event as Lambda sends them.
 
 use std::time::Duration;
 
 use audit_trail::{AuditHandler, AuditOutcome, NAME};
 use lambda_idempotency::time::epoch_ms;
-use lambda_idempotency::{Function, KinesisMessage, Settings, SqsMessage, Verdict};
+use lambda_idempotency::{Function, KafkaMessage, KinesisMessage, Settings, SqsMessage, Verdict};
+use lambda_idempotency_testing::kafka;
 use lambda_idempotency_testing::kinesis::{self, sequence_number as seq};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
 use lambda_idempotency_testing::{
@@ -162,6 +163,53 @@ async fn the_binary_on_kinesis_answers_by_sequence_number() {
     for (id, written) in [("e-1", true), ("e-2", true), ("e-4", false), ("e-6", true)] {
         assert_eq!(db.recorded(id).await, written, "{id}");
     }
+}
+
+/// The binary on Kafka, events shaped like AWS's sample MSK event: two
+/// partitions; a record that is not an event stops its partition (the
+/// later record of that partition is answered, not run), a record whose
+/// value is not base64 fails alone at the end of its partition, the other
+/// partition goes on; the answer names topic-partition and offset.
+#[tokio::test]
+async fn the_binary_on_kafka_answers_by_topic_partition_and_offset() {
+    let db = audit_db().await;
+    let event = kafka::event(vec![
+        kafka::record(0, 15, Some(b"acc-1"), audit("e-1", "acc-1").as_bytes()),
+        kafka::record(0, 16, Some(b"acc-1"), b"{not json"),
+        kafka::record(0, 17, None, audit("e-3", "acc-2").as_bytes()),
+        kafka::record(1, 40, Some(b"acc-3"), audit("e-4", "acc-3").as_bytes()),
+        kafka::record_with_value(1, 41, None, json!("%% not base64 %%")),
+    ]);
+    let answer = db.invoke_binary("kafka", &event).await;
+    let p0 = kafka::topic_partition(kafka::TOPIC, 0);
+    let p1 = kafka::topic_partition(kafka::TOPIC, 1);
+    assert_eq!(
+        answer,
+        json!({"batchItemFailures": [
+            {"itemIdentifier": {"partition": p0, "offset": 16}},
+            {"itemIdentifier": {"partition": p0, "offset": 17}},
+            {"itemIdentifier": {"partition": p1, "offset": 41}},
+        ]})
+    );
+    for (id, written) in [("e-1", true), ("e-3", false), ("e-4", true)] {
+        assert_eq!(db.recorded(id).await, written, "{id}");
+    }
+}
+
+/// In process, the same handler on Kafka records: a redelivered event is a
+/// Duplicate, as on the other sources.
+#[tokio::test]
+async fn the_same_handler_records_once_on_kafka_too() {
+    let db = audit_db().await;
+    let on_kafka = db.function::<KafkaMessage>();
+    let topic = kafka::batch(vec![
+        kafka::record(0, 1, None, audit("e-1", "acc-1").as_bytes()),
+        kafka::record(0, 2, None, audit("e-1", "acc-1").as_bytes()),
+    ]);
+    let (report, answer) = on_kafka.handle_batch(&topic, far_deadline()).await;
+    let labels: Vec<_> = report.outcomes().map(|o| o.label()).collect();
+    assert_eq!(labels, ["Recorded", "Duplicate"]);
+    assert_eq!(answer.map(|a| kafka::failed(&a)), Ok(vec![]));
 }
 
 /// The same binary on SQS: answered by messageId, a standard queue's
