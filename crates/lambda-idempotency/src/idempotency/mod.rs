@@ -50,9 +50,16 @@ use crate::error::StoreError;
 
 mod cache;
 mod function;
+mod persistence;
 mod store;
+#[cfg(feature = "valkey")]
+mod valkey;
 
 pub use function::{IdempotencyError, Idempotent, LeaseEnd, NotStored};
+pub use persistence::Persistence;
+#[cfg(feature = "valkey")]
+#[cfg_attr(docsrs, doc(cfg(feature = "valkey")))]
+pub use valkey::{ValkeyConfig, ValkeyStore};
 
 pub use store::{
     Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, LegacyOutput, MAX_ITEM_BYTES,
