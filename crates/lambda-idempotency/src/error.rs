@@ -8,7 +8,8 @@
 
 use thiserror::Error;
 
-/// Why DynamoDB did not confirm a request, by structured error code.
+/// Why the store (DynamoDB, or Valkey/Redis with feature `valkey`) did not
+/// confirm a request, by structured error code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -19,16 +20,16 @@ pub enum StoreError {
         code: String,
     },
     /// No answer within the SDK's attempt or operation timeout.
-    #[error("DynamoDB did not answer within the SDK timeout")]
+    #[error("the store did not answer within its timeout")]
     Timeout,
     /// Cut off at the batch's cutoff, before DynamoDB answered.
     #[error("the invocation deadline came before DynamoDB confirmed the write")]
     DeadlineExceeded,
     /// Connection refused, reset or otherwise broken.
-    #[error("could not reach DynamoDB (connection failed or was reset)")]
+    #[error("could not reach the store (connection failed or was reset)")]
     Network,
     /// A 5xx from DynamoDB.
-    #[error("DynamoDB server error ({code})")]
+    #[error("the store's server failed ({code})")]
     Server {
         /// DynamoDB's error code.
         code: String,
@@ -43,7 +44,7 @@ pub enum StoreError {
         code: String,
     },
     /// Any other 4xx: the request itself is wrong.
-    #[error("DynamoDB refused the request ({code})")]
+    #[error("the store refused the request ({code})")]
     Client {
         /// DynamoDB's error code.
         code: String,
@@ -54,7 +55,7 @@ pub enum StoreError {
     CorruptItem(String),
     /// The record would be larger than DynamoDB's item limit (400 KB,
     /// with some headroom): not sent, since DynamoDB would refuse it.
-    #[error("the record would be larger than DynamoDB's item limit")]
+    #[error("the record would be larger than the store's item limit (400 KB)")]
     ItemTooLarge,
     /// A conditional write was refused with no item to classify it by.
     #[error("the condition failed but no stored item came back (ALL_OLD not honoured?)")]

@@ -23,7 +23,9 @@ use super::problem::{DEFAULT_PROBLEM_PREFIX, Problem, ProblemKind};
 use super::scope::{AuthMode, RoleSessions, Scope, record_key};
 use super::stored::{Answered, StoredResponse, is_stored};
 use crate::error::StoreError;
-use crate::idempotency::{Claim, Claimed, IdempotencyStore, Refusal, hashed_key, json_fingerprint};
+use crate::idempotency::{
+    Claim, Claimed, IdempotencyStore, Persistence, Refusal, hashed_key, json_fingerprint,
+};
 use crate::time::{deadline_epoch_ms, epoch_ms, rfc3339, unique_id};
 
 /// The header that publishes when a key expires (RFC 3339, UTC), on a
@@ -155,15 +157,16 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The Idempotency-Key layer (IETF httpapi draft) for `lambda_http`
 /// services: built once per cold start, applied with
-/// `ServiceBuilder::layer` or [`Layer::layer`].
+/// `ServiceBuilder::layer` or [`Layer::layer`]. Over the DynamoDB store
+/// by default; `P` is the store ([`Persistence`]).
 #[derive(Clone)]
-pub struct IdempotencyLayer {
-    config: Arc<Config>,
+pub struct IdempotencyLayer<P = IdempotencyStore> {
+    config: Arc<Config<P>>,
 }
 
 #[derive(Clone)]
-struct Config {
-    store: IdempotencyStore,
+struct Config<P> {
+    store: P,
     auth: AuthMode,
     methods: Vec<Method>,
     stored_headers: Vec<String>,
@@ -177,11 +180,11 @@ struct Config {
     role_sessions: RoleSessions,
 }
 
-impl fmt::Debug for IdempotencyLayer {
+impl<P: fmt::Debug> fmt::Debug for IdempotencyLayer<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.config;
         f.debug_struct("IdempotencyLayer")
-            .field("table", &c.store.table().table_name())
+            .field("store", &c.store)
             .field("auth", &c.auth)
             .field("methods", &c.methods)
             .field("stored_headers", &c.stored_headers)
@@ -191,11 +194,11 @@ impl fmt::Debug for IdempotencyLayer {
     }
 }
 
-impl IdempotencyLayer {
+impl<P: Persistence> IdempotencyLayer<P> {
     /// Keys kept in `store` (its expiry is the keys'), scoped by the
     /// principal of the `auth` authorizer; `POST` and `PATCH` requests
     /// need a key, other methods pass through untouched.
-    pub fn new(store: IdempotencyStore, auth: AuthMode) -> Self {
+    pub fn new(store: P, auth: AuthMode) -> Self {
         IdempotencyLayer {
             config: Arc::new(Config {
                 store,
@@ -214,7 +217,7 @@ impl IdempotencyLayer {
         }
     }
 
-    fn edit(mut self, f: impl FnOnce(&mut Config)) -> Self {
+    fn edit(mut self, f: impl FnOnce(&mut Config<P>)) -> Self {
         // Built once, before the first clone: no copy is made then.
         f(Arc::make_mut(&mut self.config));
         self
@@ -307,15 +310,15 @@ impl IdempotencyLayer {
     /// The layer over a service whose response body is any
     /// `http_body::Body` (an axum `Router`): its bodies collected up to
     /// [`IdempotencyLayer::max_response_bytes`] ([`CollectBody`]).
-    pub fn collecting<S>(&self, inner: S) -> IdempotentService<CollectBody<S>> {
+    pub fn collecting<S>(&self, inner: S) -> IdempotentService<CollectBody<S>, P> {
         self.layer(CollectBody::new(inner, self.config.max_response_bytes))
     }
 }
 
-impl<S> Layer<S> for IdempotencyLayer {
-    type Service = IdempotentService<S>;
+impl<S, P> Layer<S> for IdempotencyLayer<P> {
+    type Service = IdempotentService<S, P>;
 
-    fn layer(&self, inner: S) -> IdempotentService<S> {
+    fn layer(&self, inner: S) -> IdempotentService<S, P> {
         IdempotentService {
             inner,
             config: self.config.clone(),
@@ -327,8 +330,8 @@ impl<S> Layer<S> for IdempotencyLayer {
 /// caller's [`Scope`], the claim (for the transactional form), the
 /// deadline.
 #[derive(Clone)]
-pub struct HttpClaim {
-    store: IdempotencyStore,
+pub struct HttpClaim<P = IdempotencyStore> {
+    store: P,
     scope: Scope,
     key: String,
     fingerprint: String,
@@ -349,7 +352,7 @@ pub struct HttpClaim {
     completed_at: Arc<AtomicU64>,
 }
 
-impl fmt::Debug for HttpClaim {
+impl<P> fmt::Debug for HttpClaim<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Not the scope: it names the principal.
         f.debug_struct("HttpClaim")
@@ -360,7 +363,7 @@ impl fmt::Debug for HttpClaim {
     }
 }
 
-impl HttpClaim {
+impl<P: Persistence> HttpClaim<P> {
     /// The claim, as the inner service completes it (the store's
     /// `completion`, `transact`): its `now_ms` is the time of the first
     /// call to this or to [`Self::completion`], when the output is stored,
@@ -397,7 +400,7 @@ impl HttpClaim {
     }
 
     /// The store the key is claimed in.
-    pub fn store(&self) -> &IdempotencyStore {
+    pub fn store(&self) -> &P {
         &self.store
     }
 
@@ -425,6 +428,18 @@ impl HttpClaim {
         self.store.expires_at(at)
     }
 
+    /// What the stored response answers.
+    fn answered(&self) -> Answered<'_> {
+        Answered {
+            route: &self.route,
+            target: &self.target,
+        }
+    }
+}
+
+/// What only the DynamoDB store can do: the completion committed with the
+/// service's own DynamoDB writes.
+impl HttpClaim<IdempotencyStore> {
     /// The transactional form: the completion of this claim with
     /// `response`, as a write to commit in the inner service's own
     /// `TransactWriteItems` beside its business write. Answer with
@@ -443,14 +458,6 @@ impl HttpClaim {
     pub fn completion(&self, response: &StoredResponse) -> Result<TransactWriteItem, StoreError> {
         self.store
             .completion(&self.claim(), &response.encode_for(self.answered()))
-    }
-
-    /// What the stored response answers.
-    fn answered(&self) -> Answered<'_> {
-        Answered {
-            route: &self.route,
-            target: &self.target,
-        }
     }
 }
 
@@ -535,12 +542,12 @@ pub async fn cut<T>(
 
 /// A `lambda_http` service behind the Idempotency-Key layer.
 #[derive(Clone)]
-pub struct IdempotentService<S> {
+pub struct IdempotentService<S, P = IdempotencyStore> {
     inner: S,
-    config: Arc<Config>,
+    config: Arc<Config<P>>,
 }
 
-impl<S: fmt::Debug> fmt::Debug for IdempotentService<S> {
+impl<S: fmt::Debug, P> fmt::Debug for IdempotentService<S, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IdempotentService")
             .field("inner", &self.inner)
@@ -548,8 +555,9 @@ impl<S: fmt::Debug> fmt::Debug for IdempotentService<S> {
     }
 }
 
-impl<S> Service<Request> for IdempotentService<S>
+impl<S, P> Service<Request> for IdempotentService<S, P>
 where
+    P: Persistence,
     S: Service<Request, Response = Response<Body>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
@@ -578,7 +586,7 @@ where
     }
 }
 
-impl Config {
+impl<P: Persistence> Config<P> {
     fn problem(&self, kind: ProblemKind, detail: impl Into<String>) -> Problem {
         let p = kind.with(&self.problem_prefix, detail);
         match &self.map_problem {
@@ -788,7 +796,7 @@ impl Config {
     /// the service again at every retry, and again after every lease, for
     /// an answer that never fits), so the first caller and every repeat
     /// get the same problem.
-    async fn too_large(&self, held: &HttpClaim) -> Response<Body> {
+    async fn too_large(&self, held: &HttpClaim<P>) -> Response<Body> {
         tracing::error!(
             "the service ran, but its response is too large to store for its Idempotency-Key: the key is completed with a problem instead"
         );
@@ -816,7 +824,7 @@ impl Config {
 
     /// Give the claim back, within the cutoff like every other call: the
     /// answer must not wait for it (the lease ends at the deadline anyway).
-    async fn release(&self, held: &HttpClaim) {
+    async fn release(&self, held: &HttpClaim<P>) {
         let release = async {
             self.store.release(&held.at(held.now_ms)).await;
             Ok(())

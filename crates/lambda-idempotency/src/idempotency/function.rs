@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::persistence::Persistence;
 use super::store::{Claim, IdempotencyOptions, IdempotencyStore, TransactError};
 use super::{Claimed, Refusal, fingerprint, hashed_key};
 use crate::error::{ConfigError, StoreError};
@@ -296,8 +297,8 @@ enum Start<I, O> {
 /// # Ok(())
 /// # }
 /// ```
-pub struct Idempotent<I, O> {
-    store: IdempotencyStore,
+pub struct Idempotent<I, O, S = IdempotencyStore> {
+    store: S,
     key: Option<Arc<KeyFn<I>>>,
     payload: Option<Arc<PayloadFn<I>>>,
     require_key: bool,
@@ -307,7 +308,7 @@ pub struct Idempotent<I, O> {
     _types: PhantomData<fn(I) -> O>,
 }
 
-impl<I, O> Clone for Idempotent<I, O> {
+impl<I, O, S: Clone> Clone for Idempotent<I, O, S> {
     fn clone(&self) -> Self {
         Idempotent {
             store: self.store.clone(),
@@ -322,7 +323,7 @@ impl<I, O> Clone for Idempotent<I, O> {
     }
 }
 
-impl<I, O> fmt::Debug for Idempotent<I, O> {
+impl<I, O, S: fmt::Debug> fmt::Debug for Idempotent<I, O, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Idempotent")
             .field("store", &self.store)
@@ -334,16 +335,17 @@ impl<I, O> fmt::Debug for Idempotent<I, O> {
     }
 }
 
-impl<I, O> Idempotent<I, O>
+impl<I, O, S> Idempotent<I, O, S>
 where
     I: Serialize,
     O: Serialize + DeserializeOwned,
+    S: Persistence,
 {
     /// The function `name`, its records in `store`: the store's options
     /// (expiry, cache), with the key prefix `name` (Powertools prefixes
     /// the function's name too), so functions sharing a table or a store
     /// have their own keys. `name`: 1 to 128 characters, no `#`.
-    pub fn new(store: IdempotencyStore, name: &str) -> Result<Self, ConfigError> {
+    pub fn new(store: S, name: &str) -> Result<Self, ConfigError> {
         let store = store.reconfigured(IdempotencyOptions {
             key_prefix: Some(prefix(name)?),
             ..store.options().clone()
@@ -448,7 +450,7 @@ where
     }
 
     /// The store, as configured for this function.
-    pub fn store(&self) -> &IdempotencyStore {
+    pub fn store(&self) -> &S {
         &self.store
     }
 
@@ -521,6 +523,101 @@ where
         Err(IdempotencyError::OutputNotStored(why))
     }
 
+    /// Claim the input's key, or answer from its record.
+    async fn start<E>(
+        &self,
+        input: I,
+        lease_end: impl LeaseEnd,
+    ) -> Result<Start<I, O>, IdempotencyError<E>> {
+        let now_ms = (self.clock)();
+        let Some(key) = self.key_of(&input)? else {
+            if self.require_key {
+                return Err(IdempotencyError::NoKey);
+            }
+            tracing::warn!("no idempotency key in the input: running it without idempotency");
+            return Ok(Start::Unkeyed(input));
+        };
+        let lease_end = lease_end
+            .epoch_ms(now_ms)
+            .ok_or(IdempotencyError::NoDeadline)?;
+        if lease_end <= now_ms {
+            return Err(IdempotencyError::Store(StoreError::DeadlineExceeded));
+        }
+        let cap = u64::try_from(self.max_lease.as_millis()).unwrap_or(u64::MAX);
+        let fingerprint = match &self.payload {
+            Some(payload) => fingerprint(&payload(&input)),
+            None => fingerprint(&Value::Null),
+        };
+        let held = Held {
+            key,
+            fingerprint,
+            attempt: crate::time::unique_id(),
+            lease_until_ms: lease_end.min(now_ms.saturating_add(cap)),
+            now_ms,
+        };
+        let claim = held.claim();
+        match self.store.claim(&claim).await {
+            Ok(Claimed::Held) => Ok(Start::Run(input, held)),
+            Ok(Claimed::Refused(Refusal::Completed(stored))) => {
+                if let Some(why) = NotStored::of_stored(&stored.output) {
+                    return Err(IdempotencyError::OutputNotStored(why));
+                }
+                let output: O = serde_json::from_str(&stored.output)
+                    .map_err(|_| IdempotencyError::Json("the stored output"))?;
+                Ok(Start::Replay(match &self.on_replay {
+                    Some(hook) => hook(output),
+                    None => output,
+                }))
+            }
+            Ok(Claimed::Refused(Refusal::OtherPayload)) => Err(IdempotencyError::OtherPayload),
+            Ok(Claimed::Refused(Refusal::InProgress { lease_until_ms })) => {
+                // Taken over only once the skew allowance has passed too.
+                let left = lease_until_ms
+                    .saturating_add(super::skew_ms())
+                    .saturating_sub(now_ms)
+                    .max(1);
+                Err(IdempotencyError::InProgress {
+                    retry_after: Duration::from_millis(left),
+                    lease_until_ms,
+                })
+            }
+            Err(e) => {
+                // The claim may have committed unseen (every one of the
+                // SDK's tries lost its answer): give it back, or the key
+                // refuses its own retry until the lease ends.
+                self.store.release(&claim).await;
+                Err(IdempotencyError::Store(e))
+            }
+        }
+    }
+
+    /// The input's stored key (prefix added by the store): its key,
+    /// hashed; `None` if it has none.
+    fn key_of<E>(&self, input: &I) -> Result<Option<String>, IdempotencyError<E>> {
+        let key = match &self.key {
+            Some(key) => key(input),
+            None => {
+                let value =
+                    serde_json::to_value(input).map_err(|_| IdempotencyError::Json("the input"))?;
+                // A unit or empty input has no key.
+                match value {
+                    Value::Null => None,
+                    Value::Object(ref m) if m.is_empty() => None,
+                    v => Some(fingerprint(&v)),
+                }
+            }
+        };
+        Ok(key.filter(|k| !k.is_empty()).map(|k| hashed_key(&[&k])))
+    }
+}
+
+/// What only the DynamoDB store can do: the completion committed with the
+/// function's own DynamoDB writes in one transaction.
+impl<I, O> Idempotent<I, O, IdempotencyStore>
+where
+    I: Serialize,
+    O: Serialize + DeserializeOwned,
+{
     /// The transactional form: `f(input)` returns its output and its
     /// effect as DynamoDB writes, not yet made; they commit in one
     /// `TransactWriteItems` with the key's completion (the attempt as its
@@ -619,93 +716,6 @@ where
                 TransactError::Cancelled { reasons } => IdempotencyError::Cancelled { reasons },
                 TransactError::Store(e) => IdempotencyError::Store(e),
             })
-    }
-
-    /// Claim the input's key, or answer from its record.
-    async fn start<E>(
-        &self,
-        input: I,
-        lease_end: impl LeaseEnd,
-    ) -> Result<Start<I, O>, IdempotencyError<E>> {
-        let now_ms = (self.clock)();
-        let Some(key) = self.key_of(&input)? else {
-            if self.require_key {
-                return Err(IdempotencyError::NoKey);
-            }
-            tracing::warn!("no idempotency key in the input: running it without idempotency");
-            return Ok(Start::Unkeyed(input));
-        };
-        let lease_end = lease_end
-            .epoch_ms(now_ms)
-            .ok_or(IdempotencyError::NoDeadline)?;
-        if lease_end <= now_ms {
-            return Err(IdempotencyError::Store(StoreError::DeadlineExceeded));
-        }
-        let cap = u64::try_from(self.max_lease.as_millis()).unwrap_or(u64::MAX);
-        let fingerprint = match &self.payload {
-            Some(payload) => fingerprint(&payload(&input)),
-            None => fingerprint(&Value::Null),
-        };
-        let held = Held {
-            key,
-            fingerprint,
-            attempt: crate::time::unique_id(),
-            lease_until_ms: lease_end.min(now_ms.saturating_add(cap)),
-            now_ms,
-        };
-        let claim = held.claim();
-        match self.store.claim(&claim).await {
-            Ok(Claimed::Held) => Ok(Start::Run(input, held)),
-            Ok(Claimed::Refused(Refusal::Completed(stored))) => {
-                if let Some(why) = NotStored::of_stored(&stored.output) {
-                    return Err(IdempotencyError::OutputNotStored(why));
-                }
-                let output: O = serde_json::from_str(&stored.output)
-                    .map_err(|_| IdempotencyError::Json("the stored output"))?;
-                Ok(Start::Replay(match &self.on_replay {
-                    Some(hook) => hook(output),
-                    None => output,
-                }))
-            }
-            Ok(Claimed::Refused(Refusal::OtherPayload)) => Err(IdempotencyError::OtherPayload),
-            Ok(Claimed::Refused(Refusal::InProgress { lease_until_ms })) => {
-                // Taken over only once the skew allowance has passed too.
-                let left = lease_until_ms
-                    .saturating_add(super::skew_ms())
-                    .saturating_sub(now_ms)
-                    .max(1);
-                Err(IdempotencyError::InProgress {
-                    retry_after: Duration::from_millis(left),
-                    lease_until_ms,
-                })
-            }
-            Err(e) => {
-                // The claim may have committed unseen (every one of the
-                // SDK's tries lost its answer): give it back, or the key
-                // refuses its own retry until the lease ends.
-                self.store.release(&claim).await;
-                Err(IdempotencyError::Store(e))
-            }
-        }
-    }
-
-    /// The input's stored key (prefix added by the store): its key,
-    /// hashed; `None` if it has none.
-    fn key_of<E>(&self, input: &I) -> Result<Option<String>, IdempotencyError<E>> {
-        let key = match &self.key {
-            Some(key) => key(input),
-            None => {
-                let value =
-                    serde_json::to_value(input).map_err(|_| IdempotencyError::Json("the input"))?;
-                // A unit or empty input has no key.
-                match value {
-                    Value::Null => None,
-                    Value::Object(ref m) if m.is_empty() => None,
-                    v => Some(fingerprint(&v)),
-                }
-            }
-        };
-        Ok(key.filter(|k| !k.is_empty()).map(|k| hashed_key(&[&k])))
     }
 }
 

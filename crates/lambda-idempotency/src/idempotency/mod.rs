@@ -33,6 +33,21 @@
 //! attempt as its ClientRequestToken), so no crash leaves one without the
 //! other.
 //!
+//! # Stores
+//!
+//! [`Idempotent`] and the HTTP layer work over a [`Persistence`]: the
+//! DynamoDB store ([`IdempotencyStore`], the default type parameter, so
+//! code that names no store type is code for it) or, with the feature
+//! `valkey`, `ValkeyStore` on Valkey or Redis. A sealed trait rather than
+//! an enum: what only DynamoDB can do (the transactional completion above)
+//! is then a method that exists only on the DynamoDB form, checked when
+//! compiling rather than refused at run time, and a build carries only the
+//! clients it uses. Sealed, because the contract (an atomic claim, a
+//! completion and release conditional on the attempt, refusals classified
+//! by [`classify`]) is what makes a function run once, and each store here
+//! is tested against one suite for it. Its methods name only this crate's
+//! types.
+//!
 //! # Layers
 //!
 //! This module uses `dynamo`, `config`, `time` and `error`; no module
@@ -50,9 +65,16 @@ use crate::error::StoreError;
 
 mod cache;
 mod function;
+mod persistence;
 mod store;
+#[cfg(feature = "valkey")]
+mod valkey;
 
 pub use function::{IdempotencyError, Idempotent, LeaseEnd, NotStored};
+pub use persistence::Persistence;
+#[cfg(feature = "valkey")]
+#[cfg_attr(docsrs, doc(cfg(feature = "valkey")))]
+pub use valkey::{ValkeyConfig, ValkeyStore};
 
 pub use store::{
     Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, LegacyOutput, MAX_ITEM_BYTES,

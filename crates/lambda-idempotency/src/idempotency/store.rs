@@ -34,7 +34,7 @@ const FIXED: [&str; 5] = [STATUS, FINGERPRINT, ATTEMPT, LEASE_UNTIL, OUTPUT];
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Kept free below [`MAX_ITEM_BYTES`]: a number's size is DynamoDB's
 /// estimate, and an adopter's table may add an attribute or two.
-const ITEM_HEADROOM: usize = 1024;
+pub(super) const ITEM_HEADROOM: usize = 1024;
 
 /// DynamoDB allows ClientRequestTokens of up to 36 characters.
 const MAX_TOKEN: usize = 36;
@@ -194,7 +194,7 @@ impl IdempotencyOptions {
     /// Refuse options that leave the store unusable: an expiry under a
     /// second (stored in whole seconds, it is none: every key would expire
     /// as it completes, and every repeat would run again).
-    fn check(&self) -> Result<(), ConfigError> {
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
         if self.expiry < Duration::from_secs(1) {
             return Err(invalid(
                 "expiry",

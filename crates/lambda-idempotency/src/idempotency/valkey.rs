@@ -1,0 +1,712 @@
+//! The idempotency store on Valkey or Redis (feature `valkey`): the same
+//! records, contract and limits as the DynamoDB store, for a function
+//! whose claims should answer in about a millisecond from an in-VPC cache.
+//!
+//! # How a key is used
+//!
+//! Each key is one string value, a small JSON record (status, fingerprint,
+//! attempt, lease, expiry, output), under `idempotency:{<key>}`: the
+//! braces are a hash tag, so that everything about one key lives in one
+//! slot of a cluster.
+//!
+//! - Claim: one atomic `SET key record NX PX ttl`. Refused, the record is
+//!   read under `WATCH`: an expired record or an in-progress one whose
+//!   lease is over (by [`super::lease_is_live`], with its clock skew
+//!   allowance) is taken over with `MULTI SET ... PX ttl EXEC`, which
+//!   writes nothing if anyone touched the key since the read; any other
+//!   record is classified by [`super::classify`], exactly as DynamoDB's
+//!   refusal is, so this attempt's own claim seen again (a claim whose
+//!   answer was lost, sent again) is held, not refused.
+//! - Completion and release: `WATCH` the key, read it, and only if it is
+//!   this attempt's in-progress claim, `MULTI SET` (or `DEL`) `EXEC`.
+//!   Never a plain read-then-write: between the read and the write another
+//!   call may have taken the key over, and `EXEC` then writes nothing.
+//!   Not Lua (Valkey 9.1 moved scripting into a module) and not
+//!   `SET ... IFEQ` (Valkey 8.1+ only; Redis 7 has none): `WATCH` works on
+//!   Redis 7 and every Valkey.
+//! - Expiry: every write sets `PX`, so no record outlives its expiry;
+//!   expiry is still decided from the stored time by the caller's clock,
+//!   as for DynamoDB.
+//!
+//! # Connections
+//!
+//! [`ValkeyStore::new`] builds the client once per cold start (no I/O);
+//! connections are opened on first use, with a connect and a response
+//! timeout, and kept in a small pool: a `WATCH` holds a connection for
+//! one call's few commands, so a connection serves one call at a time. A
+//! connection that failed is dropped, and with it every idle one (a
+//! server that restarted broke them all): the next call connects anew,
+//! so the store outlives a server restart without being rebuilt.
+//!
+//! TLS (`rediss://`, ElastiCache's in-transit encryption) through rustls
+//! with the system's roots; AUTH with a username and password
+//! ([`ValkeyConfig::credentials`], or in the URL). ElastiCache's IAM
+//! authentication is a password that is a signed token valid 15 minutes:
+//! not built in; pass a token as the password of a store built per cold
+//! start, which serves a Lambda environment's usual lifetime only if it is
+//! rebuilt before the token's. Cluster mode (node-based with cluster mode
+//! on, and ElastiCache Serverless, which speaks the cluster protocol) is
+//! not supported yet: the keys are hash-tagged for it, but the client
+//! here is a standalone one.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisError};
+use serde::{Deserialize, Serialize};
+
+use super::cache::Cache;
+use super::persistence::{Persistence, sealed};
+use super::store::{Claim, ITEM_HEADROOM, IdempotencyOptions, MAX_ITEM_BYTES};
+use super::{Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live};
+use crate::error::{ConfigError, StoreError};
+
+const IN_PROGRESS: &str = "IN_PROGRESS";
+const COMPLETED: &str = "COMPLETED";
+/// Every record's key starts with this, before its hash tag.
+const NAMESPACE: &str = "idempotency:";
+/// How many times a claim or completion whose `EXEC` was aborted by a
+/// concurrent write reads the key again before answering
+/// [`StoreError::InconsistentRefusal`] (retryable).
+const TRIES: usize = 3;
+/// Idle connections kept for the next calls.
+const MAX_IDLE: usize = 16;
+
+/// Where the server is and how to reach it: validated when built, so a
+/// deployment mistake fails at the cold start. Its `Debug` shows neither
+/// the URL (it may hold a password) nor the credentials.
+#[derive(Clone)]
+pub struct ValkeyConfig {
+    url: String,
+    username: Option<String>,
+    password: Option<String>,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+impl fmt::Debug for ValkeyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ValkeyConfig")
+            .field("tls", &self.url.starts_with("rediss://"))
+            .field("auth", &(self.password.is_some() || self.url.contains('@')))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ValkeyConfig {
+    /// The server at `url`: `redis://host:port[/db]`, or `rediss://` for
+    /// TLS (`valkey://` and `valkeys://` are read alike). Timeouts default
+    /// to 1 s to connect and 500 ms for an answer: an in-VPC cache answers
+    /// in about a millisecond, and a call that waits longer is better
+    /// answered as a store failure, retried, than left to the deadline.
+    pub fn new(url: &str) -> Result<Self, ConfigError> {
+        let url = match url.split_once("://") {
+            Some(("valkey", rest)) => format!("redis://{rest}"),
+            Some(("valkeys", rest)) => format!("rediss://{rest}"),
+            Some(("redis" | "rediss", _)) => url.to_owned(),
+            _ => {
+                return Err(invalid(
+                    "url",
+                    "a redis://, rediss://, valkey:// or valkeys:// URL",
+                ));
+            }
+        };
+        // Parsed once here so that a malformed URL fails now; the error
+        // would quote the URL, so only its kind is kept.
+        if url.as_str().into_connection_info().is_err() {
+            return Err(invalid("url", "a redis:// or rediss:// URL with a host"));
+        }
+        Ok(ValkeyConfig {
+            url,
+            username: None,
+            password: None,
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_millis(500),
+        })
+    }
+
+    /// AUTH with `password`, as `username` (an ACL user; `None`: the
+    /// `default` user). Overrides credentials in the URL.
+    pub fn credentials(mut self, username: Option<&str>, password: &str) -> Self {
+        self.username = username.map(str::to_owned);
+        self.password = Some(password.to_owned());
+        self
+    }
+
+    /// How long to wait for a connection (default 1 s). Errors: zero.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
+        if timeout.is_zero() {
+            return Err(invalid("connect_timeout", "more than zero"));
+        }
+        self.connect_timeout = timeout;
+        Ok(self)
+    }
+
+    /// How long to wait for an answer (default 500 ms). Errors: zero.
+    pub fn response_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
+        if timeout.is_zero() {
+            return Err(invalid("response_timeout", "more than zero"));
+        }
+        self.response_timeout = timeout;
+        Ok(self)
+    }
+
+    fn client(&self) -> Result<Client, ConfigError> {
+        let bad = || invalid("url", "a redis:// or rediss:// URL with a host");
+        let mut info = self
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(|_| bad())?;
+        if let Some(password) = &self.password {
+            let mut settings = info.redis_settings().clone().set_password(password);
+            if let Some(user) = &self.username {
+                settings = settings.set_username(user);
+            }
+            info = info.set_redis_settings(settings);
+        }
+        Client::open(info).map_err(|_| bad())
+    }
+}
+
+fn invalid(var: &'static str, reason: &str) -> ConfigError {
+    ConfigError::Invalid {
+        var,
+        reason: reason.into(),
+    }
+}
+
+/// The idempotency records on a Valkey or Redis server: claims,
+/// completions, releases, with the same contract as the DynamoDB store
+/// (the module's docs say how). Cheap to clone (the client, the pool and
+/// the cache are shared). Its `Debug` shows the options and the cache's
+/// size, never a cached output or the server's credentials.
+#[derive(Clone)]
+pub struct ValkeyStore {
+    client: Client,
+    config: Arc<ValkeyConfig>,
+    options: Arc<IdempotencyOptions>,
+    cache: Arc<Mutex<Cache>>,
+    idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
+}
+
+impl fmt::Debug for ValkeyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ValkeyStore")
+            .field("config", &self.config)
+            .field("options", &self.options)
+            .field("cache", &*self.cache())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A stored record, as JSON: the DynamoDB store's attribute names.
+#[derive(Serialize, Deserialize)]
+struct Item {
+    status: String,
+    fingerprint: String,
+    attempt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_until: Option<u64>,
+    expiration: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+}
+
+impl Item {
+    fn read(text: &str) -> Result<(Item, Record), StoreError> {
+        // serde_json's messages may quote the value: only the kind is kept.
+        let item: Item = serde_json::from_str(text)
+            .map_err(|_| StoreError::CorruptItem("the record is not the store's JSON".into()))?;
+        let record = match item.status.as_str() {
+            IN_PROGRESS => Record::InProgress {
+                fingerprint: item.fingerprint.clone(),
+                attempt: item.attempt.clone(),
+                lease_until_ms: item
+                    .lease_until
+                    .ok_or_else(|| StoreError::CorruptItem("`lease_until` is missing".into()))?,
+                expires_at: item.expiration,
+            },
+            COMPLETED => Record::Completed {
+                fingerprint: item.fingerprint.clone(),
+                stored: Stored {
+                    output: item
+                        .data
+                        .clone()
+                        .ok_or_else(|| StoreError::CorruptItem("`data` is missing".into()))?,
+                    expires_at: item.expiration,
+                },
+            },
+            _ => {
+                return Err(StoreError::CorruptItem(
+                    "`status` is not a known state".into(),
+                ));
+            }
+        };
+        Ok((item, record))
+    }
+
+    fn text(&self) -> Result<String, StoreError> {
+        serde_json::to_string(self).map_err(|_| StoreError::CorruptItem("unserialisable".into()))
+    }
+}
+
+/// Why a step failed: the server (or the connection), or the records.
+enum Fail {
+    Redis(RedisError),
+    Store(StoreError),
+}
+
+impl From<RedisError> for Fail {
+    fn from(e: RedisError) -> Self {
+        Fail::Redis(e)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Fail::Store(e)
+    }
+}
+
+/// A connection error's class, never its text (which may name the host).
+fn store_error(e: &RedisError) -> StoreError {
+    if e.is_timeout() {
+        return StoreError::Timeout;
+    }
+    if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+        return StoreError::Network;
+    }
+    let code = e.code().unwrap_or("ERR").to_owned();
+    match e.kind() {
+        redis::ErrorKind::AuthenticationFailed => StoreError::AccessDenied { code },
+        redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => match code.as_str() {
+            "NOPERM" | "NOAUTH" | "WRONGPASS" => StoreError::AccessDenied { code },
+            "LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" => {
+                StoreError::Server { code }
+            }
+            _ => StoreError::Client { code },
+        },
+        _ => StoreError::Client { code },
+    }
+}
+
+/// Milliseconds from `now_ms` until `expires_at` (epoch seconds): the
+/// record's `PX`, at least 1.
+fn px(expires_at: u64, now_ms: u64) -> u64 {
+    expires_at
+        .saturating_mul(1000)
+        .saturating_sub(now_ms)
+        .max(1)
+}
+
+impl ValkeyStore {
+    /// The store on the server `config` names. No connection is made
+    /// yet (the first call makes one; [`Self::ping`] to check at a cold
+    /// start). Errors: options that leave the store unusable (an expiry
+    /// under a second), a URL the client cannot use.
+    pub fn new(config: ValkeyConfig, options: IdempotencyOptions) -> Result<Self, ConfigError> {
+        options.check()?;
+        let client = config.client()?;
+        Ok(ValkeyStore {
+            client,
+            config: Arc::new(config),
+            cache: Arc::new(Mutex::new(Cache::new(options.cache_bytes))),
+            options: Arc::new(options),
+            idle: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    /// Connect (if no connection is idle) and `PING`: a cold start that
+    /// calls it learns of a wrong host, port or password at once.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut conn = self.checkout().await?;
+        let answer: Result<String, RedisError> = redis::cmd("PING").query_async(&mut conn).await;
+        self.finish(conn, answer.map_err(Fail::Redis)).map(|_| ())
+    }
+
+    /// The options.
+    pub fn options(&self) -> &IdempotencyOptions {
+        &self.options
+    }
+
+    /// The same store (client, connections) with other options. The
+    /// cache is shared unless `cache_bytes` differs. Errors: as
+    /// [`Self::new`].
+    pub fn with_options(&self, options: IdempotencyOptions) -> Result<Self, ConfigError> {
+        options.check()?;
+        Ok(self.reconfigured(options))
+    }
+
+    fn reconfigured(&self, options: IdempotencyOptions) -> Self {
+        let cache = if options.cache_bytes == self.options.cache_bytes {
+            self.cache.clone()
+        } else {
+            Arc::new(Mutex::new(Cache::new(options.cache_bytes)))
+        };
+        ValkeyStore {
+            client: self.client.clone(),
+            config: self.config.clone(),
+            options: Arc::new(options),
+            cache,
+            idle: self.idle.clone(),
+        }
+    }
+
+    /// Epoch seconds at which a key whose output is stored at `now_ms`
+    /// expires: the DynamoDB store's formula.
+    pub fn expires_at(&self, now_ms: u64) -> u64 {
+        (now_ms / 1000).saturating_add(self.options.expiry.as_secs())
+    }
+
+    /// The server's key of a record: namespaced, prefixed, hash-tagged.
+    fn stored_key(&self, key: &str) -> String {
+        match &self.options.key_prefix {
+            Some(prefix) => format!("{NAMESPACE}{{{prefix}#{key}}}"),
+            None => format!("{NAMESPACE}{{{key}}}"),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn remember(&self, key: &str, fingerprint: &str, stored: &Stored) {
+        if self.options.cache_bytes > 0 {
+            self.cache().put(key, fingerprint, stored);
+        }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<MultiplexedConnection>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A connection for this call alone (a `WATCH` is the connection's).
+    async fn checkout(&self) -> Result<MultiplexedConnection, StoreError> {
+        if let Some(conn) = self.idle().pop() {
+            return Ok(conn);
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.config.connect_timeout))
+            .set_response_timeout(Some(self.config.response_timeout));
+        self.client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|e| store_error(&e))
+    }
+
+    /// Keep the connection after a step that succeeded (every `WATCH`
+    /// ended by `EXEC` or `UNWATCH`); drop it after one that failed, since
+    /// it may still watch a key, and on a connection error every idle one
+    /// too.
+    fn finish<T>(
+        &self,
+        conn: MultiplexedConnection,
+        result: Result<T, Fail>,
+    ) -> Result<T, StoreError> {
+        match result {
+            Ok(v) => {
+                let mut idle = self.idle();
+                if idle.len() < MAX_IDLE {
+                    idle.push(conn);
+                }
+                Ok(v)
+            }
+            Err(Fail::Store(e)) => Err(e),
+            Err(Fail::Redis(e)) => {
+                let e = store_error(&e);
+                if matches!(e, StoreError::Network | StoreError::Timeout) {
+                    self.idle().clear();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Claim the key: `SET NX PX`; refused, the stored record is taken
+    /// over if it expired or its lease is over (`WATCH`, `MULTI SET EXEC`)
+    /// or classified by [`super::classify`]. With the cache on, a key
+    /// completed in this process answers from memory.
+    pub async fn claim(&self, c: &Claim<'_>) -> Result<Claimed, StoreError> {
+        let key = self.stored_key(c.key);
+        if self.options.cache_bytes > 0
+            && let Some((fingerprint, stored)) = self.cache().get(&key, c.now_ms)
+        {
+            return Ok(Claimed::Refused(if fingerprint == c.fingerprint {
+                Refusal::Completed(stored)
+            } else {
+                Refusal::OtherPayload
+            }));
+        }
+        let mut conn = self.checkout().await?;
+        let result = self.claim_on(&mut conn, c, &key).await;
+        let claimed = self.finish(conn, result)?;
+        if let Claimed::Refused(Refusal::Completed(done)) = &claimed {
+            self.remember(&key, c.fingerprint, done);
+        }
+        Ok(claimed)
+    }
+
+    async fn claim_on(
+        &self,
+        conn: &mut MultiplexedConnection,
+        c: &Claim<'_>,
+        key: &str,
+    ) -> Result<Claimed, Fail> {
+        // An in-progress record outlives its lease and the clock skew
+        // allowed (the DynamoDB store's rule), so that a lease longer than
+        // the expiry is not cut short by it.
+        let expires_at = super::claim_expires_at(self.expires_at(c.now_ms), c.lease_until_ms);
+        let record = Item {
+            status: IN_PROGRESS.into(),
+            fingerprint: c.fingerprint.into(),
+            attempt: c.attempt.into(),
+            lease_until: Some(c.lease_until_ms),
+            expiration: expires_at,
+            data: None,
+        }
+        .text()?;
+        let ttl = px(expires_at, c.now_ms);
+        for _ in 0..TRIES {
+            let set: Option<String> = redis::cmd("SET")
+                .arg(key)
+                .arg(&record)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl)
+                .query_async(conn)
+                .await?;
+            if set.is_some() {
+                return Ok(Claimed::Held);
+            }
+            redis::cmd("WATCH").arg(key).exec_async(conn).await?;
+            let stored: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
+            let Some(stored) = stored else {
+                // Expired or released since the SET: claim it again.
+                redis::cmd("UNWATCH").exec_async(conn).await?;
+                continue;
+            };
+            let (_, found) = match Item::read(&stored) {
+                Ok(read) => read,
+                Err(e) => {
+                    redis::cmd("UNWATCH").exec_async(conn).await?;
+                    return Err(e.into());
+                }
+            };
+            let over = match &found {
+                Record::InProgress {
+                    lease_until_ms,
+                    expires_at,
+                    ..
+                } => is_expired(*expires_at, c.now_ms) || !lease_is_live(*lease_until_ms, c.now_ms),
+                Record::Completed { stored, .. } => is_expired(stored.expires_at, c.now_ms),
+            };
+            if over {
+                // Taken over only if no one wrote the key since the read:
+                // EXEC answers nil then, and the key is read again.
+                let taken: Option<(String,)> = redis::pipe()
+                    .atomic()
+                    .cmd("SET")
+                    .arg(key)
+                    .arg(&record)
+                    .arg("PX")
+                    .arg(ttl)
+                    .query_async(conn)
+                    .await?;
+                if taken.is_some() {
+                    return Ok(Claimed::Held);
+                }
+                continue;
+            }
+            redis::cmd("UNWATCH").exec_async(conn).await?;
+            return Ok(classify(c.fingerprint, c.attempt, Some(&found), c.now_ms)?);
+        }
+        Err(StoreError::InconsistentRefusal.into())
+    }
+
+    /// Complete this attempt's claim with `output`, replayed until the
+    /// expiry counted from `c.now_ms`: `WATCH` the key, and only if it
+    /// holds this attempt's in-progress claim, `MULTI SET PX EXEC`. A
+    /// claim that was lost (taken over after its lease) is
+    /// [`StoreError::InconsistentRefusal`]; this attempt's own completion
+    /// seen again is a success.
+    ///
+    /// Errors: [`StoreError::ItemTooLarge`], before anything is sent, by
+    /// the DynamoDB store's rule (the same outputs fit in both).
+    pub async fn complete(&self, c: &Claim<'_>, output: &str) -> Result<(), StoreError> {
+        let key = self.stored_key(c.key);
+        self.fits(c, &key, output)?;
+        let expires_at = self.expires_at(c.now_ms);
+        let mut conn = self.checkout().await?;
+        let result = self
+            .complete_on(&mut conn, c, &key, output, expires_at)
+            .await;
+        self.finish(conn, result)?;
+        self.remember(
+            &key,
+            c.fingerprint,
+            &Stored {
+                output: output.to_owned(),
+                expires_at,
+            },
+        );
+        Ok(())
+    }
+
+    async fn complete_on(
+        &self,
+        conn: &mut MultiplexedConnection,
+        c: &Claim<'_>,
+        key: &str,
+        output: &str,
+        expires_at: u64,
+    ) -> Result<(), Fail> {
+        let record = Item {
+            status: COMPLETED.into(),
+            fingerprint: c.fingerprint.into(),
+            attempt: c.attempt.into(),
+            lease_until: None,
+            expiration: expires_at,
+            data: Some(output.into()),
+        }
+        .text()?;
+        for _ in 0..TRIES {
+            redis::cmd("WATCH").arg(key).exec_async(conn).await?;
+            let stored: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
+            let mine = match stored.as_deref().map(Item::read) {
+                Some(Ok((item, Record::InProgress { .. }))) if item.attempt == c.attempt => true,
+                Some(Ok((item, Record::Completed { .. }))) if item.attempt == c.attempt => {
+                    // Completed already by this very attempt: its answer
+                    // was lost and it was sent again.
+                    redis::cmd("UNWATCH").exec_async(conn).await?;
+                    return Ok(());
+                }
+                _ => false,
+            };
+            if !mine {
+                redis::cmd("UNWATCH").exec_async(conn).await?;
+                return Err(StoreError::InconsistentRefusal.into());
+            }
+            let done: Option<(String,)> = redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(key)
+                .arg(&record)
+                .arg("PX")
+                .arg(px(expires_at, c.now_ms))
+                .query_async(conn)
+                .await?;
+            if done.is_some() {
+                return Ok(());
+            }
+        }
+        Err(StoreError::InconsistentRefusal.into())
+    }
+
+    /// Would the completed record fit? The DynamoDB store's rule, so that
+    /// an output is stored by both or by neither: the key, fingerprint,
+    /// attempt and output with their names, a 21-byte expiry, within 400
+    /// KB less 1 KB of headroom.
+    fn fits(&self, c: &Claim<'_>, key: &str, output: &str) -> Result<(), StoreError> {
+        let bytes = "id".len()
+            + key.len()
+            + "status".len()
+            + COMPLETED.len()
+            + "fingerprint".len()
+            + c.fingerprint.len()
+            + "attempt".len()
+            + c.attempt.len()
+            + "data".len()
+            + output.len()
+            + "expiration".len()
+            + 21;
+        if bytes > MAX_ITEM_BYTES - ITEM_HEADROOM {
+            return Err(StoreError::ItemTooLarge);
+        }
+        Ok(())
+    }
+
+    /// Give the key back after the function failed: `WATCH`, and only if
+    /// it holds this attempt's in-progress claim, `MULTI DEL EXEC`. Best
+    /// effort: if this fails, the lease still ends at the deadline.
+    pub async fn release(&self, c: &Claim<'_>) {
+        let key = self.stored_key(c.key);
+        let result = match self.checkout().await {
+            Ok(mut conn) => {
+                let result = self.release_on(&mut conn, c, &key).await;
+                self.finish(conn, result)
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not release the idempotency key; its lease ends at the deadline");
+        }
+    }
+
+    async fn release_on(
+        &self,
+        conn: &mut MultiplexedConnection,
+        c: &Claim<'_>,
+        key: &str,
+    ) -> Result<(), Fail> {
+        redis::cmd("WATCH").arg(key).exec_async(conn).await?;
+        let stored: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
+        let mine = matches!(
+            stored.as_deref().map(Item::read),
+            Some(Ok((item, Record::InProgress { .. }))) if item.attempt == c.attempt
+        );
+        if !mine {
+            redis::cmd("UNWATCH").exec_async(conn).await?;
+            return Ok(());
+        }
+        // Aborted (someone wrote the key since the read): it is no longer
+        // this attempt's to give back.
+        let _: Option<(i64,)> = redis::pipe()
+            .atomic()
+            .cmd("DEL")
+            .arg(key)
+            .query_async(conn)
+            .await?;
+        Ok(())
+    }
+}
+
+impl sealed::Sealed for ValkeyStore {
+    fn reconfigured(&self, options: IdempotencyOptions) -> Self {
+        ValkeyStore::reconfigured(self, options)
+    }
+}
+
+impl Persistence for ValkeyStore {
+    fn claim(&self, c: &Claim<'_>) -> impl Future<Output = Result<Claimed, StoreError>> + Send {
+        ValkeyStore::claim(self, c)
+    }
+
+    fn complete(
+        &self,
+        c: &Claim<'_>,
+        output: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ValkeyStore::complete(self, c, output)
+    }
+
+    fn release(&self, c: &Claim<'_>) -> impl Future<Output = ()> + Send {
+        ValkeyStore::release(self, c)
+    }
+
+    fn options(&self) -> &IdempotencyOptions {
+        ValkeyStore::options(self)
+    }
+
+    fn with_options(&self, options: IdempotencyOptions) -> Result<Self, ConfigError> {
+        ValkeyStore::with_options(self, options)
+    }
+
+    fn expires_at(&self, now_ms: u64) -> u64 {
+        ValkeyStore::expires_at(self, now_ms)
+    }
+}
