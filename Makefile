@@ -98,9 +98,9 @@ release: ## Build the release binaries for this machine (target/release/order-co
 	cargo build --release --bins
 
 bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/message, cold start, size, RSS; vs the floor; under latency; vs Powertools (Python); chart docs/bench-peer.svg
-	@# The floor (bench/floor: two do-nothing functions) in the same
+	@# The floors (bench/floor: three functions that do the least) in the same
 	@# invocation as the shipped functions, so that it is built with their
-	@# features and only its two binaries are new (`-p bench-floor` alone
+	@# features and only its three binaries are new (`-p bench-floor` alone
 	@# would compile the SDK again with fewer features).
 	cargo build --release --bins $(foreach p,$(FUNCTIONS) bench-floor,-p $(p))
 	cargo build --profile release-untuned --bin order-consumer
@@ -109,7 +109,7 @@ bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/messag
 	mkdir -p target/bench-bins
 	cp target/release/order-consumer target/bench-bins/order-consumer.release
 	cp target/release-untuned/order-consumer target/bench-bins/order-consumer.untuned
-	$(foreach b,$(FUNCTIONS) floor-sqs floor-sqs-dynamodb,cp target/release/$(b) target/bench-bins/$(b);)
+	$(foreach b,$(FUNCTIONS) floor-sqs floor-sqs-dynamodb floor-sqs-dynamodb-put,cp target/release/$(b) target/bench-bins/$(b);)
 	@# The order consumer's benchmark (functions/order-consumer/benches/
 	@# order-consumer-bench: the side-by-side sections, floor and peers
 	@# included) first, selected as the default members are (the functions),

@@ -14,11 +14,14 @@
 //! - [`sample_files`]: a folder of sample SQS events and its scenarios.json.
 //! - [`bench`]: what the functions' benchmarks share (the report, medians);
 //!   [`limits`]: the latency section's lower bound.
+//! - [`cost`]: what a measured workload costs per million messages on
+//!   Lambda and DynamoDB on-demand, at published prices.
 //! - [`demo`]: the demo runner of `make demo` (a server in the process, a
 //!   folder of sample events through a function's handler).
 
 pub mod bench;
 pub mod captured;
+pub mod cost;
 pub mod demo;
 pub mod limits;
 pub mod reliability;

@@ -1,9 +1,13 @@
 //! Section `floor`: every shipped function (the release builds `make bench`
-//! copies to target/bench-bins) next to two functions that do nothing,
+//! copies to target/bench-bins) next to three functions that do the least,
 //! built with the same profile (bench/floor): an empty `lambda_runtime` SQS
-//! function, and the same with an `aws_config` load and a DynamoDB client at
-//! init. Cold start (spawn → first poll, spawn → first response), peak RSS
-//! and binary size, then each function's ratios to both floors.
+//! function, the same with an `aws_config` load and a DynamoDB client at
+//! init, and that with one plain conditional PutItem per record (the least
+//! a DynamoDB consumer does with a batch). Cold start (spawn → first poll,
+//! spawn → first response), peak RSS and binary size, then each function's
+//! ratios to the floors. The cold starts are interleaved: one of each
+//! binary in turn, [`FLOOR_RUNS`] rounds, so that the machine's load moves
+//! all of them alike.
 
 use super::*;
 use order_consumer::testing::provider::Provider;
@@ -31,6 +35,11 @@ struct Subject {
 
 const FLOOR: &str = "floor-sqs";
 const FLOOR_DYNAMODB: &str = "floor-sqs-dynamodb";
+const FLOOR_PUT: &str = "floor-sqs-dynamodb-put";
+
+/// Cold starts of each binary: more than [`RUNS`], since a cold start's
+/// range is as wide as the differences measured.
+const FLOOR_RUNS: usize = 9;
 
 const SUBJECTS: &[Subject] = &[
     Subject {
@@ -42,6 +51,12 @@ const SUBJECTS: &[Subject] = &[
     Subject {
         file: FLOOR_DYNAMODB,
         label: "floor: + `aws_config` load and DynamoDB client at init",
+        kind: Kind::Orders,
+        env: &[],
+    },
+    Subject {
+        file: FLOOR_PUT,
+        label: "floor: + one conditional PutItem per record",
         kind: Kind::Orders,
         env: &[],
     },
@@ -195,28 +210,34 @@ fn spread(v: &[f64]) -> String {
 pub async fn figures(r: &mut Report) {
     let root = workspace_root().join("target/bench-bins");
     r.line(format!(
-        "\n### The floor: each shipped function next to two that do nothing (release builds, median of {RUNS} cold starts, their range in brackets)\n"
+        "\n### The floor: each shipped function next to two that do nothing (release builds, median of {FLOOR_RUNS} interleaved cold starts, their range in brackets)\n"
     ));
     r.line("| binary | size | spawn → first poll (init) | spawn → first response | peak RSS at the first response |");
     r.line("|---|---:|---:|---:|---:|");
-    let mut measured: Vec<(&Subject, Figures)> = Vec::new();
+    // The binaries present, each with its figures so far.
+    let mut measured: Vec<(&Subject, std::path::PathBuf, Figures)> = Vec::new();
     for subject in SUBJECTS {
         let bin = root.join(subject.file);
-        let Ok(meta) = std::fs::metadata(&bin) else {
-            r.line(format!(
+        match std::fs::metadata(&bin) {
+            Ok(meta) => measured.push((
+                subject,
+                bin,
+                Figures {
+                    size: meta.len(),
+                    first_poll_ms: Vec::new(),
+                    first_response_ms: Vec::new(),
+                    rss_kib: Vec::new(),
+                },
+            )),
+            Err(_) => r.line(format!(
                 "| {} | (missing {}: `make bench` builds it) | | | |",
                 subject.label,
                 bin.display()
-            ));
-            continue;
-        };
-        let mut f = Figures {
-            size: meta.len(),
-            first_poll_ms: Vec::new(),
-            first_response_ms: Vec::new(),
-            rss_kib: Vec::new(),
-        };
-        for _ in 0..RUNS {
+            )),
+        }
+    }
+    for _ in 0..FLOOR_RUNS {
+        for (subject, bin, f) in &mut measured {
             let p = prepare(subject.kind).await;
             let env: Vec<(&str, &str)> = p
                 .env
@@ -224,7 +245,7 @@ pub async fn figures(r: &mut Report) {
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .chain(subject.env.iter().copied())
                 .collect();
-            let run = run_cold(&bin, &p.endpoint, &env, p.payload.clone()).await;
+            let run = run_cold(bin, &p.endpoint, &env, p.payload.clone()).await;
             assert!(
                 answered_in_full(subject.kind, &run.response),
                 "{}: unexpected answer: {:.300}",
@@ -236,6 +257,8 @@ pub async fn figures(r: &mut Report) {
                 .push(run.to_response.as_secs_f64() * 1e3);
             f.rss_kib.push(run.peak_rss_kib as f64);
         }
+    }
+    for (subject, _, f) in &measured {
         r.line(format!(
             "| {} | {:.1} MiB | {} | {} | {:.1} MiB |",
             subject.label,
@@ -244,13 +267,12 @@ pub async fn figures(r: &mut Report) {
             spread(&f.first_response_ms),
             median(f.rss_kib.clone()) / 1024.0
         ));
-        measured.push((subject, f));
     }
     let floor = |file: &str| {
         measured
             .iter()
-            .find(|(s, _)| s.file == file)
-            .map(|(_, f)| f)
+            .find(|(s, _, _)| s.file == file)
+            .map(|(_, _, f)| f)
     };
     let (Some(empty), Some(sdk)) = (floor(FLOOR), floor(FLOOR_DYNAMODB)) else {
         r.line("\n(no ratios: a floor binary is missing)");
@@ -268,8 +290,8 @@ pub async fn figures(r: &mut Report) {
     let resp = |f: &Figures| median(f.first_response_ms.clone());
     let rss = |f: &Figures| median(f.rss_kib.clone());
     let size = |f: &Figures| f.size as f64;
-    for (subject, f) in &measured {
-        if subject.file == FLOOR || subject.file == FLOOR_DYNAMODB {
+    for (subject, _, f) in &measured {
+        if subject.file == FLOOR || subject.file == FLOOR_DYNAMODB || subject.file == FLOOR_PUT {
             continue;
         }
         r.line(format!(
@@ -280,6 +302,31 @@ pub async fn figures(r: &mut Report) {
             both(&rss, f),
             both(&size, f)
         ));
+    }
+    if let Some(put) = floor(FLOOR_PUT) {
+        // Paired by round: each round ran one cold start of each binary
+        // back to back, so a round's ratio shares the machine's load.
+        let paired = |of: &[f64], by: &[f64]| {
+            let v: Vec<f64> = of.iter().zip(by).map(|(a, b)| a / b).collect();
+            let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().cloned().fold(0.0, f64::max);
+            format!("{:.2}x ({lo:.2}–{hi:.2})", median(v))
+        };
+        r.line("\nThe SQS functions over the PutItem floor (the same 10 records, one conditional PutItem each, one after another), same run: the median of the rounds' ratios, their range in brackets:\n");
+        r.line("| function | init (first poll) | first response | peak RSS |");
+        r.line("|---|---:|---:|---:|");
+        for (subject, _, f) in &measured {
+            if subject.kind != Kind::Orders || subject.file == FLOOR_PUT {
+                continue;
+            }
+            r.line(format!(
+                "| {} | {} | {} | {} |",
+                subject.label,
+                paired(&f.first_poll_ms, &put.first_poll_ms),
+                paired(&f.first_response_ms, &put.first_response_ms),
+                paired(&f.rss_kib, &put.rss_kib)
+            ));
+        }
     }
     r.line(format!(
         "\nThe DynamoDB floor over the empty one: init {:.2}x, first response {:.2}x, peak RSS {:.2}x, size {:.2}x. A function's first response includes its first invocation's work, which the floors do not do: 10 records each (order-consumer: 10 conditional writes over 3 orders; payment-ledger: 10 TransactWriteItems; order-notifier: 10 claims, 10 webhook POSTs, 10 completions), one `POST /orders` (2 requests) for order-api. Each run gets a fresh local DynamoDB (dynoxide, in this process) and, for the notifier, a local webhook provider with its URL in `NOTIFY_WEBHOOK_URL` (no SSM read).",

@@ -4,9 +4,10 @@
 //! processes, all in one run against a local DynamoDB-compatible server
 //! (dynoxide, in-process); then every shipped function against two
 //! do-nothing functions (the floor), the throughput under a fixed DynamoDB
-//! latency, and the order API against Powertools' `@idempotent`. Sections by
+//! latency, the order API against Powertools' `@idempotent`, and what a
+//! million messages cost on Lambda and DynamoDB. Sections by
 //! name: `cargo bench --bench bench -- cpu process` (throughput, requests,
-//! cache, cpu, managed, process, floor, peer, latency, api-peer).
+//! cache, cpu, managed, process, floor, peer, latency, api-peer, cost).
 //! Each function under functions/ has its own benchmark (its
 //! benches/<name>-bench.rs), which `make bench` runs after this one.
 //!
@@ -37,6 +38,7 @@ use lambda_idempotency_harness::bench as common;
 
 // The sections that compare the shipped builds with a floor and a peer.
 mod api_peer;
+mod cost;
 mod floor;
 mod latency;
 
@@ -127,6 +129,9 @@ fn main() {
     }
     if run("api-peer") && failed.is_none() {
         failed = rt.block_on(api_peer::figures(&mut r)).err();
+    }
+    if run("cost") && failed.is_none() {
+        failed = rt.block_on(cost::figures(&mut r)).err();
     }
 
     r.write("bench-report.md");
