@@ -7,8 +7,8 @@
 #    one with a leftover name.
 # 2. The template refuses invalid answers with a clear error (a name that is
 #    not a Rust identifier, a reserved word, an empty event list, a
-#    transition from an unknown state, an include_http_api that is not
-#    yes or no).
+#    transition from an unknown state, an answer outside a choice
+#    list, which cookiecutter itself refuses).
 # 3. Two instances, non-interactively, into temporary folders: a non-default
 #    one (booking, four events, x86_64, the HTTP API) through `sam init
 #    --location` (the command README.md gives), and the defaults (no HTTP
@@ -70,7 +70,8 @@ refused "is not a Rust identifier" entity=Booking-2
 refused "is a Rust keyword" entity=type
 refused "the list is empty" events=" , "
 refused "which no event leads to" events="Made:->NEW, Shipped:NEW->SENT, Lost:GONE->LOST"
-refused "yes or no" include_http_api=maybe
+# cookiecutter itself refuses an answer outside a choice list.
+refused "but the choices are ['no', 'yes']" include_http_api=maybe
 refused "use lower-case letters" project_name=My_Consumer
 [[ ! -e "$WORK/refused" ]] || [[ -z "$(ls -A "$WORK/refused")" ]]
 
