@@ -7,12 +7,14 @@
 #    one with a leftover name.
 # 2. The template refuses invalid answers with a clear error (a name that is
 #    not a Rust identifier, a reserved word, an empty event list, a
-#    transition from an unknown state, the HTTP API).
+#    transition from an unknown state, an answer outside a choice
+#    list, which cookiecutter itself refuses).
 # 3. Two instances, non-interactively, into temporary folders: a non-default
-#    one (booking, four events, x86_64) through `sam init --location` (the
-#    command README.md gives), and the defaults through cookiecutter itself.
-#    Each: the placeholder check, then its own `make test`, `make validate`
-#    and `make demo`.
+#    one (booking, four events, x86_64, the HTTP API) through `sam init
+#    --location` (the command README.md gives), and the defaults (no HTTP
+#    API) through cookiecutter itself. Each: the placeholder check, then its
+#    own `make test`, `make validate` and `make demo`. The first has the
+#    API's files and its tests ran; the second has none of them.
 #
 # The instances build into this workspace's target dir with its Cargo.lock
 # (CARGO_TARGET_DIR, and the lockfile copied in), so the dependencies built
@@ -68,7 +70,8 @@ refused "is not a Rust identifier" entity=Booking-2
 refused "is a Rust keyword" entity=type
 refused "the list is empty" events=" , "
 refused "which no event leads to" events="Made:->NEW, Shipped:NEW->SENT, Lost:GONE->LOST"
-refused "not yet" include_http_api=yes
+# cookiecutter itself refuses an answer outside a choice list.
+refused "but the choices are ['no', 'yes']" include_http_api=maybe
 refused "use lower-case letters" project_name=My_Consumer
 [[ ! -e "$WORK/refused" ]] || [[ -z "$(ls -A "$WORK/refused")" ]]
 
@@ -79,7 +82,7 @@ instance_check() {  # project folder
   # The workspace's versions of every dependency, so its builds are reused.
   cp "$ROOT/Cargo.lock" "$dir/Cargo.lock"
   step "$(basename "$dir"): make test"
-  make -C "$dir" test VENV="$VENV"
+  make -C "$dir" test VENV="$VENV" 2>&1 | tee "$WORK/test.out"
   step "$(basename "$dir"): make validate"
   make -C "$dir" validate VENV="$VENV"
   step "$(basename "$dir"): make demo"
@@ -90,16 +93,31 @@ instance_check() {  # project folder
   done
 }
 
-step "sam init --location template, non-interactive: booking, four events, x86_64"
+step "sam init --location template, non-interactive: booking, four events, x86_64, the HTTP API"
 (cd "$WORK" && "$VENV/bin/sam" init --location "$ROOT/template" --no-input --extra-context \
   '{"project_name": "booking-consumer", "entity": "booking", "architecture": "x86_64",
+    "include_http_api": "yes",
     "events": "BookingRequested:->REQUESTED, BookingConfirmed:REQUESTED->CONFIRMED, BookingCheckedIn:CONFIRMED->CHECKED_IN, BookingCancelled:REQUESTED|CONFIRMED->CANCELLED"}')
 grep -q "BookingCheckedIn" "$WORK/booking-consumer/src/machine.rs"
 grep -q "Default: x86_64" "$WORK/booking-consumer/template.yaml"
+grep -q "Path: /bookings$" "$WORK/booking-consumer/template.yaml"
+for f in src/api.rs src/bin/api.rs tests/api.rs events/api-create.json events/api-get.json; do
+  [[ -f "$WORK/booking-consumer/$f" ]] || { echo "template-check: booking-consumer has no $f" >&2; exit 1; }
+done
 instance_check "$WORK/booking-consumer"
+# make test ran the API's tests (a test target that built none would pass).
+grep -q "created_once_then_replayed ... ok" "$WORK/test.out" \
+  || { echo "template-check: booking-consumer's API tests did not run" >&2; exit 1; }
 
 step "cookiecutter --no-input template: the defaults"
 "$VENV/bin/cookiecutter" --no-input template -o "$WORK"
+# The default writes nothing of the HTTP API: no file, no dependency.
+for f in src/api.rs src/bin tests/api.rs events/api-create.json; do
+  [[ ! -e "$WORK/shipment-consumer/$f" ]] || { echo "template-check: the defaults wrote $f" >&2; exit 1; }
+done
+if grep -rqiE "lambda_http|idempotency-key|HttpApi" "$WORK/shipment-consumer"; then
+  echo "template-check: the defaults mention the HTTP API" >&2; exit 1
+fi
 instance_check "$WORK/shipment-consumer"
 
 step "template-check: both instances build, pass their tests, validate and run their demo"

@@ -15,6 +15,8 @@ from collections import deque
 
 PROJECT = {{ cookiecutter.project_name|tojson }}
 ID_FIELD = {{ cookiecutter.__id_field|tojson }}
+HTTP_API = {{ cookiecutter.include_http_api|tojson }} == "yes"
+API_PATH = "/" + {{ cookiecutter.__plural|tojson }}
 # The rest is Python that writes Rust, with braces of its own: not rendered.
 {% raw %}
 
@@ -224,6 +226,70 @@ for n, (name, what, bodies) in enumerate(scenarios, start=1):
     manifest.append({"file": fname, "what": what})
 (out / "scenarios.json").write_text(json.dumps(manifest, indent=2) + "\n")
 
+# ---- the HTTP API: its sample requests, or none of its files ---------------
+def http_request(method, path, route_key, body=None, headers=None, path_parameters=None):
+    """An API Gateway HTTP API request (payload 2.0) from an IAM-authorised
+    caller, as the function receives it."""
+    request_id = "JKJaXmPLvHcESHA-" + hashlib.sha256(f"{method}{path}".encode()).hexdigest()[:8]
+    event = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {
+            "content-type": "application/json",
+            "host": "abc123.execute-api.us-east-1.amazonaws.com",
+            "user-agent": "awscurl/0.36",
+            **(headers or {}),
+        },
+        "requestContext": {
+            "accountId": ACCOUNT,
+            "apiId": "abc123",
+            "authorizer": {"iam": {
+                "accessKey": "AKIAEXAMPLE", "accountId": ACCOUNT, "callerId": "AIDAEXAMPLE",
+                "principalOrgId": None, "userArn": f"arn:aws:iam::{ACCOUNT}:user/example",
+                "userId": "AIDAEXAMPLE",
+            }},
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "abc123",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "192.0.2.1", "userAgent": "awscurl/0.36"},
+            "requestId": request_id,
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": "05/Dec/2026:10:00:00 +0000",
+            "timeEpoch": BASE_MS,
+        },
+        "isBase64Encoded": False,
+    }
+    if body is not None:
+        event["body"] = body
+    if path_parameters:
+        event["pathParameters"] = path_parameters
+    return event, request_id
+
+
+if HTTP_API:
+    created, request_id = http_request(
+        "POST", API_PATH, f"POST {API_PATH}",
+        body=json.dumps({"reference": "my-ref-1"}),
+        headers={"idempotency-key": "8e03978e-40d5-43e8-bc93-6894a57f9324"},
+    )
+    (out / "api-create.json").write_text(json.dumps(created, indent=2) + "\n")
+    # The id that request creates: the entity, then API Gateway's request id.
+    new_id = f"{prefix}-{request_id}"
+    shown, _ = http_request(
+        "GET", f"{API_PATH}/{new_id}", f"GET {API_PATH}/{{{ID_FIELD}}}",
+        path_parameters={ID_FIELD: new_id},
+    )
+    shown["headers"].pop("content-type")
+    (out / "api-get.json").write_text(json.dumps(shown, indent=2) + "\n")
+else:
+    # Nothing of the API is left: no module, no binary, no test.
+    for gone in ("src/api.rs", "src/bin/api.rs", "tests/api.rs"):
+        pathlib.Path(gone).unlink()
+    pathlib.Path("src/bin").rmdir()
+
 # ---- Cargo.toml: where lambda-idempotency comes from until it is published --
 lib = spec["library"]
 if lib:
@@ -249,7 +315,7 @@ lambda-idempotency-testing = {{ {testing} }}
 # Formatted as `cargo fmt` would (rustfmt itself: `cargo fmt` would resolve
 # the dependencies first). Best effort: without rustfmt the code still builds.
 try:
-    sources = sorted(str(p) for d in ("src", "tests", "examples") for p in pathlib.Path(d).glob("*.rs"))
+    sources = sorted(str(p) for d in ("src", "src/bin", "tests", "examples") for p in pathlib.Path(d).glob("*.rs"))
     subprocess.run(["rustfmt", "--edition", "2024", *sources], check=False, capture_output=True, timeout=120)
 except (OSError, subprocess.SubprocessError):
     pass

@@ -75,13 +75,7 @@ elif pascal(ENTITY) in TAKEN_TYPES:
 # ---- the options -----------------------------------------------------------
 if ARCHITECTURE not in ("arm64", "x86_64"):
     error(f"architecture `{ARCHITECTURE}`: arm64 or x86_64")
-if HTTP_API == "yes":
-    error(
-        "include_http_api=yes: not yet. The template writes the SQS consumer only; "
-        "add the library's `http` feature (IdempotencyLayer) to the generated project "
-        "by hand, as the repository's HTTP function does (docs/adapting.md)"
-    )
-elif HTTP_API != "no":
+if HTTP_API not in ("yes", "no"):
     error(f"include_http_api `{HTTP_API}`: yes or no")
 
 # ---- the events: `Name:FROM|FROM->TO`, comma-separated ---------------------

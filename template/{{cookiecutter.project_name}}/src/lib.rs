@@ -10,7 +10,8 @@
 //! Stale), too early (Early, retried), never (Rejected: its seq is spent so
 //! the next events can apply), or a producer bug (Conflict).
 
-pub mod machine;
+{% if cookiecutter.include_http_api == 'yes' %}pub mod api;
+{% endif %}pub mod machine;
 
 use std::time::SystemTime;
 
