@@ -11,9 +11,9 @@ async fn main() -> Result<(), lambda_http::Error> {
     // A misconfigured function fails its cold start (and tells the Runtime
     // API why) instead of answering requests.
     let env = |k: &str| std::env::var(k).ok();
-    let table = bootstrap::config(config::required(&env, "TABLE_NAME")).await?;
-    let keys = bootstrap::config(config::required(&env, "IDEMPOTENCY_TABLE")).await?;
+    let table = bootstrap::or_init_error(config::required(&env, "TABLE_NAME")).await?;
+    let keys = bootstrap::or_init_error(config::required(&env, "IDEMPOTENCY_TABLE")).await?;
     let client = bootstrap::dynamodb_client().await;
-    let store = bootstrap::config(idempotency_store(client.clone(), &keys)).await?;
+    let store = bootstrap::or_init_error(idempotency_store(client.clone(), &keys)).await?;
     lambda_http::run(Api::new(client, table).with_idempotency(store)).await
 }
