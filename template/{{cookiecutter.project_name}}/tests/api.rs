@@ -188,7 +188,6 @@ async fn the_next_event_arrives_through_the_queue_as_seq_2() {
     let settings = Settings::from_lookup(&|_| None, NAME, "{{ cookiecutter.project_name }}").expect("settings");
     let consumer = Function::builder({{ cookiecutter.__entity_type }}Handler { client: db.client.clone(), table: db.table.clone() })
         .name(NAME)
-        .expect("name")
         .settings(settings)
         .build()
         .expect("function");
