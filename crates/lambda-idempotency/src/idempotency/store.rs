@@ -190,7 +190,37 @@ impl Default for IdempotencyOptions {
     }
 }
 
+/// Does a completed record fit, whatever the store? Its key's bytes
+/// (names and values), then its status, fingerprint, attempt and output
+/// with their names, and a 21-byte expiry (DynamoDB's largest number),
+/// within [`MAX_ITEM_BYTES`] less [`ITEM_HEADROOM`]: one rule, so that an
+/// output is stored by every store or by none.
+pub(super) fn completed_fits(
+    key_bytes: usize,
+    ttl_attribute: &str,
+    c: &Claim<'_>,
+    output: &str,
+) -> Result<(), StoreError> {
+    let named = |name: &str, value: usize| name.len() + value;
+    let bytes = key_bytes
+        + named(STATUS, COMPLETED.len())
+        + named(FINGERPRINT, c.fingerprint.len())
+        + named(ATTEMPT, c.attempt.len())
+        + named(OUTPUT, output.len())
+        + named(ttl_attribute, 21);
+    if bytes > MAX_ITEM_BYTES - ITEM_HEADROOM {
+        return Err(StoreError::ItemTooLarge);
+    }
+    Ok(())
+}
+
 impl IdempotencyOptions {
+    /// Epoch seconds at which a key whose output is stored at `now_ms`
+    /// expires: every store's one formula.
+    pub(super) fn expires_at(&self, now_ms: u64) -> u64 {
+        (now_ms / 1000).saturating_add(self.expiry.as_secs())
+    }
+
     /// Refuse options that leave the store unusable: an expiry under a
     /// second (stored in whole seconds, it is none: every key would expire
     /// as it completes, and every repeat would run again).
@@ -364,7 +394,7 @@ impl IdempotencyStore {
     /// HTTP layer's `Idempotency-Expires`). A claim's record lives at
     /// least as long, from the claim.
     pub fn expires_at(&self, now_ms: u64) -> u64 {
-        (now_ms / 1000).saturating_add(self.options.expiry.as_secs())
+        self.options.expires_at(now_ms)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -520,16 +550,7 @@ impl IdempotencyStore {
             .iter()
             .map(|(k, v)| named(k, v.as_s().map_or(0, String::len)))
             .sum();
-        let bytes = key_bytes
-            + named(STATUS, COMPLETED.len())
-            + named(FINGERPRINT, c.fingerprint.len())
-            + named(ATTEMPT, c.attempt.len())
-            + named(OUTPUT, output.len())
-            + named(&self.table.ttl_attribute, 21);
-        if bytes > MAX_ITEM_BYTES - ITEM_HEADROOM {
-            return Err(StoreError::ItemTooLarge);
-        }
-        Ok(())
+        completed_fits(key_bytes, &self.table.ttl_attribute, c, output)
     }
 
     /// The completing update's key, expression, condition and values, for

@@ -59,7 +59,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cache::Cache;
 use super::persistence::{Persistence, sealed};
-use super::store::{Claim, ITEM_HEADROOM, IdempotencyOptions, MAX_ITEM_BYTES};
+use super::store::{Claim, IdempotencyOptions, completed_fits};
 use super::{Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live};
 use crate::error::{ConfigError, StoreError};
 
@@ -360,7 +360,7 @@ impl ValkeyStore {
     /// Epoch seconds at which a key whose output is stored at `now_ms`
     /// expires: the DynamoDB store's formula.
     pub fn expires_at(&self, now_ms: u64) -> u64 {
-        (now_ms / 1000).saturating_add(self.options.expiry.as_secs())
+        self.options.expires_at(now_ms)
     }
 
     /// The server's key of a record: namespaced, prefixed, hash-tagged.
@@ -612,22 +612,8 @@ impl ValkeyStore {
     /// attempt and output with their names, a 21-byte expiry, within 400
     /// KB less 1 KB of headroom.
     fn fits(&self, c: &Claim<'_>, key: &str, output: &str) -> Result<(), StoreError> {
-        let bytes = "id".len()
-            + key.len()
-            + "status".len()
-            + COMPLETED.len()
-            + "fingerprint".len()
-            + c.fingerprint.len()
-            + "attempt".len()
-            + c.attempt.len()
-            + "data".len()
-            + output.len()
-            + "expiration".len()
-            + 21;
-        if bytes > MAX_ITEM_BYTES - ITEM_HEADROOM {
-            return Err(StoreError::ItemTooLarge);
-        }
-        Ok(())
+        // Sized as a DynamoDB item with the default table's names.
+        completed_fits("id".len() + key.len(), "expiration", c, output)
     }
 
     /// Give the key back after the function failed: `WATCH`, and only if
