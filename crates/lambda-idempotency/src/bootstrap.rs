@@ -139,15 +139,15 @@ pub async fn flush_traces(deadline_ms: u64) {
 mod otel {
     use crate::error::TraceSetupError;
 
-    pub fn layer(
+    pub(crate) fn layer(
         _get: &impl Fn(&str) -> Option<String>,
     ) -> Result<Option<tracing_subscriber::layer::Identity>, TraceSetupError> {
         Ok(None)
     }
 
-    pub fn join_xray_trace(_span: &tracing::Span, _xray_trace_id: Option<&str>) {}
+    pub(crate) fn join_xray_trace(_span: &tracing::Span, _xray_trace_id: Option<&str>) {}
 
-    pub async fn flush(_deadline_ms: u64) {}
+    pub(crate) async fn flush(_deadline_ms: u64) {}
 }
 
 #[cfg(feature = "otel")]

@@ -63,6 +63,7 @@
 //
 // What adopters build on: every public item says what it is for.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics).
 #![deny(clippy::print_stdout, clippy::print_stderr)]

@@ -45,17 +45,17 @@ use crate::time::deadline_from_epoch_ms;
 /// timeout. One second caps what tracing can add to an invocation's billed
 /// time and latency; the spans of an invocation that hits it are lost (the
 /// export goes on in the background), never its records.
-pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Time kept before the invocation's deadline for answering the Runtime API:
 /// a flush never eats into it, so tracing can never time an invocation out
 /// (a timed-out batch is retried whole).
-pub const FLUSH_RESERVE: Duration = Duration::from_millis(250);
+pub(crate) const FLUSH_RESERVE: Duration = Duration::from_millis(250);
 
 /// One export request's timeout, the same second: a hung collector holds
 /// the exporting thread no longer than an invocation waits for it, so the
 /// next invocation's flush is not queued behind a stuck one.
-pub const EXPORT_TIMEOUT: Duration = FLUSH_TIMEOUT;
+pub(crate) const EXPORT_TIMEOUT: Duration = FLUSH_TIMEOUT;
 
 /// The SDK crates whose DEBUG spans are exported: one per operation
 /// (`DynamoDB.PutItem`) and the smithy runtime's attempt spans below it.
@@ -78,7 +78,7 @@ impl<S: Subscriber> Layer<S> for Provider {}
 /// is, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces` (the OTLP
 /// specification's rule); `None` when neither is set: then there is no
 /// exporter at all.
-pub fn traces_endpoint(get: &impl Fn(&str) -> Option<String>) -> Option<String> {
+pub(crate) fn traces_endpoint(get: &impl Fn(&str) -> Option<String>) -> Option<String> {
     let set = |k: &str| {
         get(k)
             .map(|v| v.trim().to_owned())
@@ -95,7 +95,7 @@ pub fn traces_endpoint(get: &impl Fn(&str) -> Option<String>) -> Option<String> 
 /// exported (the module's doc), with its provider; `None` without an
 /// endpoint. Read through `get` (the environment in a function, a map in
 /// tests).
-pub fn layer<S>(
+pub(crate) fn layer<S>(
     get: &impl Fn(&str) -> Option<String>,
 ) -> Result<Option<impl Layer<S> + Send + Sync + 'static>, TraceSetupError>
 where
@@ -217,7 +217,7 @@ fn resource(get: &impl Fn(&str) -> Option<String>) -> Resource {
 /// its sampling decision the trace's (the default sampler follows the
 /// parent), so an invocation X-Ray does not sample exports nothing. A
 /// header that does not parse leaves the span a root of its own trace.
-pub fn join_xray_trace(span: &tracing::Span, header: Option<&str>) {
+pub(crate) fn join_xray_trace(span: &tracing::Span, header: Option<&str>) {
     let Some(parent) =
         header.and_then(opentelemetry_aws::trace::xray_propagator::span_context_from_str)
     else {
@@ -236,7 +236,7 @@ pub fn join_xray_trace(span: &tracing::Span, header: Option<&str>) {
 /// with the environment). The flush blocks, so it runs on tokio's blocking
 /// pool; when the wait ends first it goes on there, and the invocation
 /// answers.
-pub async fn flush(deadline_ms: u64) {
+pub(crate) async fn flush(deadline_ms: u64) {
     let provider =
         tracing::dispatcher::get_default(|d| d.downcast_ref::<Provider>().map(|p| p.0.clone()));
     let Some(provider) = provider else {
