@@ -70,8 +70,8 @@ impl IdempotencyTable {
         }
         Ok(IdempotencyTable {
             name,
-            key_attribute: "id".into(),
-            ttl_attribute: "expiration".into(),
+            key_attribute: DEFAULT_KEY_ATTRIBUTE.into(),
+            ttl_attribute: DEFAULT_TTL_ATTRIBUTE.into(),
             shared: None,
         })
     }
@@ -189,6 +189,12 @@ impl Default for IdempotencyOptions {
         }
     }
 }
+
+/// The default table's partition key attribute; also the name the Valkey
+/// store's records are sized with.
+pub(super) const DEFAULT_KEY_ATTRIBUTE: &str = "id";
+/// The default table's TTL attribute; sized with as well.
+pub(super) const DEFAULT_TTL_ATTRIBUTE: &str = "expiration";
 
 /// Does a completed record fit, whatever the store? Its key's bytes
 /// (names and values), then its status, fingerprint, attempt and output

@@ -59,7 +59,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cache::Cache;
 use super::persistence::{Persistence, sealed};
-use super::store::{Claim, IdempotencyOptions, completed_fits};
+use super::store::{
+    Claim, DEFAULT_KEY_ATTRIBUTE, DEFAULT_TTL_ATTRIBUTE, IdempotencyOptions, completed_fits,
+};
 use super::{Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live};
 use crate::error::{ConfigError, StoreError};
 
@@ -613,7 +615,12 @@ impl ValkeyStore {
     /// KB less 1 KB of headroom.
     fn fits(&self, c: &Claim<'_>, key: &str, output: &str) -> Result<(), StoreError> {
         // Sized as a DynamoDB item with the default table's names.
-        completed_fits("id".len() + key.len(), "expiration", c, output)
+        completed_fits(
+            DEFAULT_KEY_ATTRIBUTE.len() + key.len(),
+            DEFAULT_TTL_ATTRIBUTE,
+            c,
+            output,
+        )
     }
 
     /// Give the key back after the function failed: `WATCH`, and only if
