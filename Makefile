@@ -201,12 +201,13 @@ deploy: $(CARGO_LAMBDA) ## validate, check parameters, sam build, sam deploy (--
 fmt: ## Format the code
 	cargo fmt
 
-lint: ## rustfmt check + clippy with warnings as errors + no import cycles among the crates' modules + every test docs/powertools.md names exists
+lint: ## rustfmt check + clippy with warnings as errors + no import cycles among the crates' modules + every test docs/powertools.md names exists + one feature set per dependency (crates/workspace-hack)
 	cargo fmt --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check_module_cycles.py --self-test
 	python3 scripts/check_module_cycles.py
 	python3 scripts/check_doc_tests.py
+	python3 scripts/check_unified_features.py
 	python3 scripts/test_test_summary.py
 
 template-check: ## Instantiate template/ twice (booking with four events via sam init; the defaults), each project's make test, validate and demo; placeholder check

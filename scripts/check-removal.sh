@@ -21,12 +21,17 @@
 # CHECK_REMOVAL_CARGO=0: the template part alone (seconds; for work on the
 # template tooling on a machine without the warm target dir).
 #
-# Fast because nothing is built twice that need not be: one target dir for
-# every copy, the repository's own target/ (so the registry dependencies
-# that `make lint` checked are reused; only the workspace's own crates,
-# which cargo keys by their path, are checked again), and each function's
-# copy at the same path every run, with the files' modification times kept,
-# so a warm run checks only what changed since the last one.
+# Fast because nothing is checked twice that need not be. The template
+# part runs on a copy (its tracked files, with their modification times).
+# The cargo part runs in the repository itself, with the function's folder
+# moved aside for the length of its check and Cargo.lock restored after:
+# cargo keys a workspace crate's artifacts by its path, so a copy elsewhere
+# checked all of them again (about a minute of CPU per function), while in
+# place every crate whose inputs the removal does not change is fresh from
+# `make lint`'s clippy (the same command), and only what the removal
+# changes (a feature no remaining crate turns on) is checked again. An
+# interrupted run leaves the folder in target/check-removal/stash; the next
+# run puts it back first.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
@@ -51,6 +56,32 @@ py="$root/.venv/bin/python"
 # copy: a test target with `required-features` is skipped when no crate
 # left turns them on.
 REQUIRED_TARGETS=("lambda-idempotency:test:http")
+
+# The cargo part's stash: the folder moved aside, and Cargo.lock as it was
+# (cargo drops the missing member from it).
+stash="$work/stash"
+put_back() {
+  if [[ -f "$stash/member" ]]; then
+    local m
+    m=$(cat "$stash/member")
+    if [[ -e "$root/$m" ]]; then
+      echo "check-removal: $m exists and a stashed copy of it is in $stash/folder: compare them, keep one, delete $stash" >&2
+      exit 1
+    fi
+    mv "$stash/folder" "$root/$m"
+    cp -p "$stash/Cargo.lock" "$root/Cargo.lock"
+    rm -rf "$stash"
+  fi
+}
+move_aside() {  # member
+  mkdir -p "$stash"
+  cp -p "$root/Cargo.lock" "$stash/Cargo.lock"
+  printf '%s' "$1" >"$stash/member"
+  mv "$root/$1" "$stash/folder"
+}
+# A run cut short before it put a folder back: back first.
+put_back
+trap put_back EXIT INT TERM
 
 failed=()
 for member in "${members[@]}"; do
@@ -98,8 +129,12 @@ for member in "${members[@]}"; do
   # that function would drop them). Read from the artifacts this one
   # invocation reports (a fresh unit is reported too), not a second build.
   artifacts="$copy/target/artifacts.json"
-  if ! (cd "$copy" && cargo check --workspace --all-targets --offline --quiet \
-    --message-format json-render-diagnostics >"$artifacts"); then
+  move_aside "$member"
+  checked=0
+  (cd "$root" && cargo clippy --workspace --all-targets --offline --quiet \
+    --message-format json-render-diagnostics -- -D warnings >"$artifacts") || checked=$?
+  put_back
+  if ((checked != 0)); then
     failed+=("$member")
   elif ! missing=$("$py" - "$artifacts" "${REQUIRED_TARGETS[@]}" <<'PY'
 import json, sys

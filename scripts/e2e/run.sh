@@ -82,6 +82,9 @@ if [[ ! -f "$stamp" ]]; then
   touch "$stamp"
 fi
 PY=$ROOT/$VENV/bin/python
+# --tools-only: the pinned tools above, and stop (CI installs them early,
+# beside a build).
+[[ "${1:-}" != --tools-only ]] || exit 0
 
 # ---- 2. the function, built for this machine --------------------------------
 if [[ -z "${E2E_BINARY:-}" ]]; then
