@@ -2,19 +2,21 @@
 # `make check-removal`: removing a function is deleting its folder under
 # functions/ and its template.yaml resources (docs/adapting.md); the
 # workspace's `members` is a glob (functions/*), so nothing else names it.
-# Proved here for each function, the order consumer included, on a copy of
-# the repository (its tracked files, as they are in the work tree) without
-# the two:
-# - the template tooling still passes, without an edit: the copy's
-#   scripts/validate-template.sh with VALIDATE_CHECKS_ONLY=1 (the offline
-#   translation and scripts/check_template.py on the template, on each
-#   combination of the Deploy* parameters left, and on the Managed Instances
-#   variant; the SAM translator of the .venv that validate-template.sh sets
-#   up; not sam validate or cfn-lint, minutes instead of seconds), and
+# Proved here for each function, the order consumer included, without the
+# two:
+# - the template tooling still passes, without an edit, on a copy of the
+#   repository (its tracked files, as they are in the work tree) without
+#   them: the copy's scripts/validate-template.sh with
+#   VALIDATE_CHECKS_ONLY=1 (the offline translation and
+#   scripts/check_template.py on the template, on each combination of the
+#   Deploy* parameters left, and on the Managed Instances variant; the SAM
+#   translator of the .venv that validate-template.sh sets up; not sam
+#   validate or cfn-lint, minutes instead of seconds), and
 #   scripts/check_deploy_params.py, which must not list the function;
-# - the workspace still checks, every target, and among them the library's
-#   HTTP tests (REQUIRED_TARGETS: not silently skipped for want of a
-#   feature only the removed function turned on).
+# - the workspace still passes `make lint`'s clippy, every target, in the
+#   repository itself with the folder moved aside, and among the targets
+#   are the library's HTTP tests (REQUIRED_TARGETS: not silently skipped
+#   for want of a feature only the removed function turned on).
 # The copy's template.yaml is written by scripts/remove_function.py (JSON,
 # without everything under the function's Deploy* condition and the
 # parameters only that used), as an adopter would remove it by hand.
@@ -30,22 +32,13 @@
 # place every crate whose inputs the removal does not change is fresh from
 # `make lint`'s clippy (the same command), and only what the removal
 # changes (a feature no remaining crate turns on) is checked again. An
-# interrupted run leaves the folder in target/check-removal/stash; the next
-# run puts it back first.
+# interrupted run leaves the folder in .check-removal-stash; the next run
+# puts it back first.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 work="$CARGO_TARGET_DIR/check-removal"
-
-members=()
-for d in functions/*/; do
-  [[ -f "$d/Cargo.toml" ]] && members+=("${d%/}")
-done
-if ((${#members[@]} == 0)); then
-  echo "check-removal: no function under functions/: nothing to remove"
-  exit 0
-fi
 
 # The SAM translator and the SAM CLI's parsers (installed once; a no-op
 # after `make validate`).
@@ -57,31 +50,46 @@ py="$root/.venv/bin/python"
 # left turns them on.
 REQUIRED_TARGETS=("lambda-idempotency:test:http")
 
-# The cargo part's stash: the folder moved aside, and Cargo.lock as it was
-# (cargo drops the missing member from it).
-stash="$work/stash"
+# The cargo part's stash, in the repository (same filesystem, so the moves
+# are renames; ignored by git; out of reach of `cargo clean`): the folder
+# moved aside, under its own path, and Cargo.lock as it was (cargo drops
+# the missing member from it). Each step leaves a state the next run can
+# finish: the lock is saved before the folder moves, and dropped only
+# after the folder is back.
+stash="$root/.check-removal-stash"
 put_back() {
-  if [[ -f "$stash/member" ]]; then
-    local m
-    m=$(cat "$stash/member")
+  local d m
+  for d in "$stash"/functions/*/; do
+    [[ -d "$d" ]] || continue
+    m="functions/$(basename "$d")"
     if [[ -e "$root/$m" ]]; then
-      echo "check-removal: $m exists and a stashed copy of it is in $stash/folder: compare them, keep one, delete $stash" >&2
+      echo "check-removal: $m exists, and so does a stashed copy of it in ${d%/}: compare them, keep one, then delete $stash" >&2
       exit 1
     fi
-    mv "$stash/folder" "$root/$m"
-    cp -p "$stash/Cargo.lock" "$root/Cargo.lock"
-    rm -rf "$stash"
-  fi
+    mv "${d%/}" "$root/$m"
+  done
+  if [[ -f "$stash/Cargo.lock" ]]; then cp -p "$stash/Cargo.lock" "$root/Cargo.lock"; fi
+  rm -rf "$stash"
 }
-move_aside() {  # member
-  mkdir -p "$stash"
+move_aside() {  # member (functions/<name>)
+  mkdir -p "$stash/functions"
   cp -p "$root/Cargo.lock" "$stash/Cargo.lock"
-  printf '%s' "$1" >"$stash/member"
-  mv "$root/$1" "$stash/folder"
+  mv "$root/$1" "$stash/$1"
 }
 # A run cut short before it put a folder back: back first.
 put_back
-trap put_back EXIT INT TERM
+trap put_back EXIT
+trap 'put_back; exit 130' INT
+trap 'put_back; exit 143' TERM
+
+members=()
+for d in functions/*/; do
+  [[ -f "$d/Cargo.toml" ]] && members+=("${d%/}")
+done
+if ((${#members[@]} == 0)); then
+  echo "check-removal: no function under functions/: nothing to remove"
+  exit 0
+fi
 
 failed=()
 for member in "${members[@]}"; do
@@ -152,7 +160,7 @@ print(" ".join(missing))
 sys.exit(1 if missing else 0)
 PY
   ); then
-    echo "   without $member, cargo check --all-targets skipped: ${missing:-(no artifact list)}" >&2
+    echo "   without $member, cargo clippy --all-targets skipped: ${missing:-(no artifact list)}" >&2
     echo "   (a target whose required features no remaining crate turns on)" >&2
     failed+=("$member (targets skipped)")
   else

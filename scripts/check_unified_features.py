@@ -35,15 +35,22 @@ def features(*args):
         pkg, feats = line.split("|", 1)
         if "(/" in pkg:  # a path package: one of the workspace's own
             continue
-        seen[pkg] = set(filter(None, feats.split(",")))
+        # One version can be built twice in one tree (as a build or
+        # proc-macro dependency, and as a normal one) with other features:
+        # every feature set of it counts.
+        seen.setdefault(pkg, set()).add(frozenset(filter(None, feats.split(","))))
     return seen
+
+
+def show(sets):
+    return " | ".join("[" + ",".join(sorted(f)) + "]" for f in sorted(sets, key=sorted))
 
 
 def main():
     shipped = features("-e", "no-dev")
     tests = features("--workspace")
     differ = sorted(
-        f"{pkg}: shipped [{','.join(sorted(f))}] vs tests [{','.join(sorted(tests[pkg]))}]"
+        f"{pkg}: shipped {show(f)} vs tests {show(tests[pkg])}"
         for pkg, f in shipped.items()
         if pkg in tests and tests[pkg] != f
     )

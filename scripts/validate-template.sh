@@ -134,7 +134,7 @@ if [[ $CHECKS_ONLY != 1 ]]; then
   # starting cfn-lint. xargs exits non-zero when any run finds anything.
   step "cfn-lint --include-checks I on the $combinations' translations"
   printf '%s\0' "${combo_outs[@]}" |
-    xargs -0 -n 4 -P "$(nproc)" "$VENV/bin/cfn-lint" --include-checks I --ignore-checks W2001 --
+    xargs -0 -n 4 -P "$(getconf _NPROCESSORS_ONLN)" "$VENV/bin/cfn-lint" --include-checks I --ignore-checks W2001 --
 fi
 step "all $combinations"
 printf '  %s\n' "${summary[@]}"
