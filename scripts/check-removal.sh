@@ -45,8 +45,8 @@ work="$CARGO_TARGET_DIR/check-removal"
 bash scripts/validate-template.sh --tools-only >/dev/null
 py="$root/.venv/bin/python"
 
-# Targets (package directory:kind:name) that must be checked in every
-# copy: a test target with `required-features` is skipped when no crate
+# Targets (package directory:kind:name) that must be checked without each
+# function: a test target with `required-features` is skipped when no crate
 # left turns them on.
 REQUIRED_TARGETS=("lambda-idempotency:test:http")
 
@@ -98,7 +98,8 @@ for member in "${members[@]}"; do
   copy="$work/$name"
   rm -rf "$copy"
   mkdir -p "$copy"
-  # tar keeps the modification times (cargo's fingerprints of the copy).
+  # The template part's copy: the tracked and untracked files, not the
+  # ignored ones (target/, .venv, the stash).
   git ls-files -z --cached --others --exclude-standard \
     | tar --null --files-from=- --ignore-failed-read -cf - 2>/dev/null \
     | tar -xf - -C "$copy"
