@@ -206,6 +206,17 @@ pub fn write_units(item_bytes: u64, transactional: bool) -> u64 {
     if transactional { 2 * units } else { units }
 }
 
+/// Write requests and write request units per request for [`Measured`],
+/// from the item writes per message, `standard` and `transactional`, of
+/// items of `item_bytes`: a transactional item write is billed twice (see
+/// [`write_units`]).
+pub fn item_writes(standard: f64, transactional: f64, item_bytes: u64) -> (f64, f64) {
+    let writes = standard + transactional;
+    let units = standard * write_units(item_bytes, false) as f64
+        + transactional * write_units(item_bytes, true) as f64;
+    (writes, if writes > 0.0 { units / writes } else { 0.0 })
+}
+
 /// Read request units of one strongly consistent read of an item of
 /// `item_bytes` (one per 4 KB or part of one, at least one); an eventually
 /// consistent read costs half.
@@ -300,6 +311,22 @@ mod tests {
         assert!(close(read_units(4096, true), 1.0));
         assert!(close(read_units(4097, true), 2.0));
         assert!(close(read_units(100, false), 0.5));
+    }
+
+    #[test]
+    fn transactional_item_writes_are_billed_twice() {
+        // A claim and a transaction of two items of 545 B: 1 + 2 x 2 = 5
+        // units over 3 writes.
+        let (writes, units) = item_writes(1.0, 2.0, 545);
+        assert!(
+            close(writes, 3.0) && close(writes * units, 5.0),
+            "{writes} {units}"
+        );
+        // Three standard writes of 1.5 KB: 2 units each.
+        let (writes, units) = item_writes(3.0, 0.0, 1536);
+        assert!(close(writes, 3.0) && close(units, 2.0), "{writes} {units}");
+        // Nothing written: no units, never a division by zero.
+        assert_eq!(item_writes(0.0, 0.0, 545), (0.0, 0.0));
     }
 
     #[test]

@@ -136,6 +136,59 @@ struct Inner {
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
     injected: Mutex<BTreeMap<&'static str, u64>>,
+    item_writes: Mutex<ItemWrites>,
+}
+
+/// The item writes the requests asked for, by kind: what DynamoDB bills
+/// write request units on (one per KB of the item for a standard write, two
+/// for a transactional one). A refused conditional write is billed as one,
+/// so every request received is counted, whatever its answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ItemWrites {
+    /// Items written by `PutItem`, `UpdateItem`, `DeleteItem` and
+    /// `BatchWriteItem`.
+    pub standard: u64,
+    /// Items written or checked by `TransactWriteItems` (a `ConditionCheck`
+    /// is billed as a write).
+    pub transactional: u64,
+}
+
+impl ItemWrites {
+    /// The item writes one request asks for: by its operation, and for the
+    /// batch and transaction operations by the items its JSON body lists
+    /// (none if the body is not what DynamoDB would accept).
+    pub fn of_request(operation: &str, body: &[u8]) -> ItemWrites {
+        let items = |field: &str| -> u64 {
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
+                return 0;
+            };
+            match &v[field] {
+                // TransactItems: [{"Put": ...}, ...]
+                serde_json::Value::Array(a) => a.len() as u64,
+                // RequestItems: {"table": [{"PutRequest": ...}, ...], ...}
+                serde_json::Value::Object(tables) => tables
+                    .values()
+                    .map(|t| t.as_array().map_or(0, |a| a.len() as u64))
+                    .sum(),
+                _ => 0,
+            }
+        };
+        match operation {
+            "PutItem" | "UpdateItem" | "DeleteItem" => ItemWrites {
+                standard: 1,
+                transactional: 0,
+            },
+            "BatchWriteItem" => ItemWrites {
+                standard: items("RequestItems"),
+                transactional: 0,
+            },
+            "TransactWriteItems" => ItemWrites {
+                standard: 0,
+                transactional: items("TransactItems"),
+            },
+            _ => ItemWrites::default(),
+        }
+    }
 }
 
 /// The proxy (or fault server); it stops listening when dropped.
@@ -182,6 +235,7 @@ impl FaultProxy {
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
             injected: Mutex::new(BTreeMap::new()),
+            item_writes: Mutex::new(ItemWrites::default()),
         });
         let task = tokio::spawn(accept_loop(listener, addr, inner.clone()));
         FaultProxy { addr, inner, task }
@@ -241,6 +295,12 @@ impl FaultProxy {
     /// How many times each fault was injected, by [`Fault::label`].
     pub fn injected(&self) -> BTreeMap<&'static str, u64> {
         self.inner.injected.lock().unwrap().clone()
+    }
+
+    /// The item writes of every request received so far (see
+    /// [`ItemWrites`]).
+    pub fn item_writes(&self) -> ItemWrites {
+        *self.inner.item_writes.lock().unwrap()
     }
 }
 
@@ -444,6 +504,12 @@ async fn serve(client: TcpStream, inner: Arc<Inner>) {
             _ => return,
         };
         inner.requests.fetch_add(1, Ordering::SeqCst);
+        {
+            let w = ItemWrites::of_request(operation(&req), &req.body);
+            let mut total = inner.item_writes.lock().unwrap();
+            total.standard += w.standard;
+            total.transactional += w.transactional;
+        }
         let _in_flight = InFlight::new(&inner);
         let generation = inner.generation.load(Ordering::SeqCst);
         let fault = inner.decide(&req);
@@ -520,4 +586,39 @@ async fn forward(
         *upstream = None;
     }
     Some(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ItemWrites;
+
+    fn w(standard: u64, transactional: u64) -> ItemWrites {
+        ItemWrites {
+            standard,
+            transactional,
+        }
+    }
+
+    #[test]
+    fn item_writes_are_counted_by_operation_and_listed_items() {
+        let put = br#"{"TableName":"t","Item":{"pk":{"S":"a"}}}"#;
+        let transact = br#"{"TransactItems":[{"Put":{}},{"Update":{}},{"ConditionCheck":{}}]}"#;
+        let batch = br#"{"RequestItems":{"a":[{"PutRequest":{}},{"DeleteRequest":{}}],"b":[{"PutRequest":{}}]}}"#;
+        for (operation, body, want) in [
+            ("PutItem", &put[..], w(1, 0)),
+            ("UpdateItem", &put[..], w(1, 0)),
+            ("DeleteItem", &put[..], w(1, 0)),
+            ("TransactWriteItems", &transact[..], w(0, 3)),
+            ("BatchWriteItem", &batch[..], w(3, 0)),
+            // Reads and anything else write nothing.
+            ("GetItem", &put[..], w(0, 0)),
+            ("Query", &put[..], w(0, 0)),
+            ("", &put[..], w(0, 0)),
+            // A body DynamoDB would refuse lists no items.
+            ("TransactWriteItems", &b"not json"[..], w(0, 0)),
+            ("BatchWriteItem", &br#"{"RequestItems":7}"#[..], w(0, 0)),
+        ] {
+            assert_eq!(ItemWrites::of_request(operation, body), want, "{operation}");
+        }
+    }
 }

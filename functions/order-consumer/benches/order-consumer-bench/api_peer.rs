@@ -48,7 +48,11 @@ fn status_of(body: &[u8]) -> Option<u64> {
     serde_json::from_slice::<Value>(body).ok()?["statusCode"].as_u64()
 }
 
-async fn expect_status(api: &RuntimeApi, payload: Arc<Vec<u8>>, want: u64) -> Result<(), String> {
+pub async fn expect_status(
+    api: &RuntimeApi,
+    payload: Arc<Vec<u8>>,
+    want: u64,
+) -> Result<(), String> {
     let body = invoke(api, payload).await?;
     match status_of(&body) {
         Some(s) if s == want => Ok(()),
@@ -59,17 +63,21 @@ async fn expect_status(api: &RuntimeApi, payload: Arc<Vec<u8>>, want: u64) -> Re
     }
 }
 
+/// The idempotency table `peer` expects: the order API's key attribute, or
+/// Powertools' default (`id`).
+pub async fn idempotency_table(db: &TestDb, peer: Peer) -> String {
+    match peer {
+        Peer::ProjectApi => db.extra_table("idempotency", "idempotency_key").await,
+        _ => db.extra_table("idempotency", "id").await,
+    }
+}
+
 /// One run of `peer`: [`REQUESTS`] first-time requests, then the same
 /// again (replays), through a counting proxy; per kind the rate and the
 /// DynamoDB requests per request, and the process's peak RSS at the end.
 async fn api_run(s: &PeerSetup, peer: Peer, run: usize) -> Result<([(f64, f64); 2], u64), String> {
     let db = TestDb::new().await;
-    // Each idempotency table with its own key attribute: the order API's,
-    // and Powertools' default (`id`).
-    let idem = match peer {
-        Peer::ProjectApi => db.extra_table("idempotency", "idempotency_key").await,
-        _ => db.extra_table("idempotency", "id").await,
-    };
+    let idem = idempotency_table(&db, peer).await;
     let proxy = FaultProxy::start(db.endpoint(), 0).await;
     let api = RuntimeApi::start().await;
     let child = s.spawn_with(peer, &api, &proxy.url(), &db.table, &idem, &[]);
@@ -104,10 +112,7 @@ async fn api_run(s: &PeerSetup, peer: Peer, run: usize) -> Result<([(f64, f64); 
 /// starts.
 async fn api_cold_start(s: &PeerSetup, peer: Peer) -> Result<f64, String> {
     let db = TestDb::new().await;
-    let idem = match peer {
-        Peer::ProjectApi => db.extra_table("idempotency", "idempotency_key").await,
-        _ => db.extra_table("idempotency", "id").await,
-    };
+    let idem = idempotency_table(&db, peer).await;
     let api = RuntimeApi::start().await;
     let (reply, answered) = oneshot::channel();
     api.submit(Invocation {

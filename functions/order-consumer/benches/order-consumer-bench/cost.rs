@@ -6,11 +6,20 @@
 //! (spawn → first poll), its DynamoDB requests per message (the proxy's
 //! count), its peak RSS and its largest item. The prices and the arithmetic
 //! are lambda_idempotency_harness::cost's.
+//!
+//! The same for the order API against Powertools' `@idempotent`, per
+//! million requests: first-time requests and replays, each a warm process
+//! fed one request at a time.
+//!
+//! Write request units come from the item writes each request asks for
+//! (the proxy's [`ItemWrites`]: a transactional write is billed twice) at
+//! the size of the largest item the run left in its tables.
 
 use super::*;
+use api_peer::{expect_status, idempotency_table, order_body, post_event};
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency_harness::cost::{Measured, US_EAST_1_ON_DEMAND, Workload, write_units};
-use order_consumer::testing::proxy::{Fault, FaultProxy};
+use lambda_idempotency_harness::cost::{Measured, US_EAST_1_ON_DEMAND, Workload, item_writes};
+use order_consumer::testing::proxy::{Fault, FaultProxy, ItemWrites};
 use std::collections::HashMap;
 
 const LATENCY_MS: u64 = 5;
@@ -27,6 +36,8 @@ const OUR_MEMORY_MB: u32 = 128;
 struct RunFigures {
     wall_ms_per_invocation: f64,
     requests_per_message: f64,
+    /// Item writes per message: standard, transactional.
+    writes_per_message: (f64, f64),
     peak_rss_kib: u64,
     largest_item_bytes: u64,
 }
@@ -83,7 +94,7 @@ async fn run(s: &PeerSetup, peer: Peer, batch: usize, tag: &str) -> Result<RunFi
     let child = s.spawn_with(peer, &api, &proxy.url(), &db.table, &idem, &[]);
     let result = async {
         invoke_acked(&api, warm_payload("cost")).await?;
-        let before = proxy.requests();
+        let before = (proxy.requests(), proxy.item_writes());
         let t = Instant::now();
         for p in &work {
             invoke_acked(&api, p.clone()).await?;
@@ -91,26 +102,38 @@ async fn run(s: &PeerSetup, peer: Peer, batch: usize, tag: &str) -> Result<RunFi
         let ms = t.elapsed().as_secs_f64() * 1e3;
         Ok::<_, String>((
             ms / work.len() as f64,
-            (proxy.requests() - before) as f64 / MESSAGES as f64,
+            (proxy.requests() - before.0) as f64 / MESSAGES as f64,
+            writes_since(&proxy, before.1, MESSAGES),
         ))
     }
     .await;
     let peak_rss_kib = vm_hwm_kib(&child);
     stop(child);
-    let (wall_ms_per_invocation, requests_per_message) = result?;
+    let (wall_ms_per_invocation, requests_per_message, writes_per_message) = result?;
     Ok(RunFigures {
         wall_ms_per_invocation,
         requests_per_message,
+        writes_per_message,
         peak_rss_kib,
         largest_item_bytes: largest_item(&db, &[&db.table, &idem]).await,
     })
+}
+
+/// The proxy's item writes since `before`, per one of `n` messages or
+/// requests: (standard, transactional).
+fn writes_since(proxy: &FaultProxy, before: ItemWrites, n: usize) -> (f64, f64) {
+    let now = proxy.item_writes();
+    (
+        (now.standard - before.standard) as f64 / n as f64,
+        (now.transactional - before.transactional) as f64 / n as f64,
+    )
 }
 
 /// Spawn → first poll of `peer` (its init: the runtime's start, imports or
 /// the binary's loading, configuration and clients), then stopped.
 async fn init_ms(s: &PeerSetup, peer: Peer) -> Result<f64, String> {
     let db = TestDb::new().await;
-    let idem = db.extra_table("idempotency", "id").await;
+    let idem = idempotency_table(&db, peer).await;
     let api = RuntimeApi::start().await;
     let spawned = Instant::now();
     let child = s.spawn_with(peer, &api, db.endpoint(), &db.table, &idem, &[]);
@@ -197,6 +220,8 @@ pub async fn figures(r: &mut Report) -> Result<(), String> {
         for (i, peer) in peers.into_iter().enumerate() {
             let wall = median(runs[i].iter().map(|f| f.wall_ms_per_invocation).collect());
             let requests = median(runs[i].iter().map(|f| f.requests_per_message).collect());
+            let standard = median(runs[i].iter().map(|f| f.writes_per_message.0).collect());
+            let transactional = median(runs[i].iter().map(|f| f.writes_per_message.1).collect());
             let item = runs[i]
                 .iter()
                 .map(|f| f.largest_item_bytes)
@@ -204,15 +229,16 @@ pub async fn figures(r: &mut Report) -> Result<(), String> {
                 .unwrap_or(0);
             // First-time messages are all writes on both (conditional
             // PutItem / UpdateItem); neither reads on this path.
+            let (writes, units_per_write) = item_writes(standard, transactional, item);
             let workload = Workload::new(Measured {
                 batch_size: *batch as u32,
                 wall_ms_per_invocation: wall,
                 init_ms: init[i],
                 memory_mb: memory[i],
                 cold_starts_per_invocation: COLD_STARTS_PER_INVOCATION,
-                writes_per_message: requests,
+                writes_per_message: writes,
                 reads_per_message: 0.0,
-                write_units_per_write: write_units(item, false) as f64,
+                write_units_per_write: units_per_write,
                 read_units_per_read: 0.0,
             })
             .map_err(|e| format!("{}: {e}", peer.name()))?;
@@ -256,6 +282,202 @@ pub async fn figures(r: &mut Report) -> Result<(), String> {
         rss[1] as f64 / 1024.0
     ));
     let path = workspace_target().join("bench-cost.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&serde_json::json!({
+            "prices_as_of": prices.as_of, "latency_ms": LATENCY_MS, "rows": json_rows,
+        }))
+        .unwrap_or_default(),
+    )
+    .map_err(|e| format!("write {}: {e}", path.display()))?;
+    api_figures(r, &s, &versions).await
+}
+
+/// Requests of each kind per API run (one at a time, as Lambda feeds one
+/// environment).
+const API_REQUESTS: usize = 200;
+
+/// What one warm API run measured for one kind of request.
+struct ApiPhase {
+    wall_ms_per_request: f64,
+    requests_per_request: f64,
+    /// Item writes per request: standard, transactional.
+    writes_per_request: (f64, f64),
+}
+
+/// One warm API process: [`API_REQUESTS`] first-time `POST /orders`, then
+/// the same again (replays), every DynamoDB request [`LATENCY_MS`] late;
+/// per kind what it took, then the process's peak RSS and the largest
+/// item it left.
+async fn api_run(
+    s: &PeerSetup,
+    peer: Peer,
+    tag: &str,
+) -> Result<([ApiPhase; 2], u64, u64), String> {
+    let db = TestDb::new().await;
+    let idem = idempotency_table(&db, peer).await;
+    let proxy = FaultProxy::start(db.endpoint(), 0).await;
+    proxy.set(
+        Fault::Latency {
+            before_ms: (LATENCY_MS, LATENCY_MS),
+            after_ms: (0, 0),
+        },
+        1.0,
+    );
+    let api = RuntimeApi::start().await;
+    let child = s.spawn_with(peer, &api, &proxy.url(), &db.table, &idem, &[]);
+    let requests: Vec<Arc<Vec<u8>>> = (0..API_REQUESTS)
+        .map(|i| Arc::new(post_event(&format!("{tag}-{i}"), &order_body(i))))
+        .collect();
+    let result = async {
+        expect_status(
+            &api,
+            Arc::new(post_event(&format!("{tag}-warm"), &order_body(0))),
+            201,
+        )
+        .await?;
+        let mut phases = Vec::new();
+        for _ in 0..2 {
+            let before = (proxy.requests(), proxy.item_writes());
+            let t = Instant::now();
+            for p in &requests {
+                expect_status(&api, p.clone(), 201).await?;
+            }
+            phases.push(ApiPhase {
+                wall_ms_per_request: t.elapsed().as_secs_f64() * 1e3 / API_REQUESTS as f64,
+                requests_per_request: (proxy.requests() - before.0) as f64 / API_REQUESTS as f64,
+                writes_per_request: writes_since(&proxy, before.1, API_REQUESTS),
+            });
+        }
+        let replay = phases.pop().ok_or("no replay phase")?;
+        let first = phases.pop().ok_or("no first-time phase")?;
+        Ok::<_, String>([first, replay])
+    }
+    .await;
+    let peak_rss_kib = vm_hwm_kib(&child);
+    stop(child);
+    let phases = result?;
+    Ok((
+        phases,
+        peak_rss_kib,
+        largest_item(&db, &[&db.table, &idem]).await,
+    ))
+}
+
+/// What a million `POST /orders` cost, first-time and replayed, for the
+/// order API and Powertools' `@idempotent`.
+async fn api_figures(r: &mut Report, s: &PeerSetup, versions: &str) -> Result<(), String> {
+    let prices = US_EAST_1_ON_DEMAND;
+    r.line(format!(
+        "\n### What a million API requests cost: the order API against Powertools' `@idempotent`, {LATENCY_MS} ms on every DynamoDB request\n"
+    ));
+    if !s.api_bin.exists() {
+        let why = format!(
+            "missing {}: `make bench` copies the release build there",
+            s.api_bin.display()
+        );
+        r.line(format!("(not measured: {why})"));
+        return Err(why);
+    }
+    let peers = [Peer::ProjectApi, Peer::PowertoolsApi];
+    let mut inits = [Vec::new(), Vec::new()];
+    for _ in 0..RUNS {
+        for (i, peer) in peers.into_iter().enumerate() {
+            inits[i].push(init_ms(s, peer).await?);
+        }
+    }
+    let init = [median(inits[0].clone()), median(inits[1].clone())];
+    let mut runs: [Vec<[ApiPhase; 2]>; 2] = [Vec::new(), Vec::new()];
+    let mut rss = [0u64; 2];
+    let mut item = [0u64; 2];
+    for k in 0..PEER_RUNS {
+        for (i, peer) in peers.into_iter().enumerate() {
+            let (phases, kib, largest) = api_run(s, peer, &format!("cost-api-{k}"))
+                .await
+                .map_err(|e| format!("{} API cost run: {e}", peer.name()))?;
+            rss[i] = rss[i].max(kib);
+            item[i] = item[i].max(largest);
+            runs[i].push(phases);
+        }
+    }
+    let memory = [OUR_MEMORY_MB, smallest_memory_mb(rss[1])];
+    r.line(format!(
+        "order-api: the shipped (release) build, `API_AUTH` unset (IAM), at {OUR_MEMORY_MB} MB. Powertools: bench/powertools/api_handler.py ({versions}), at the smallest memory size that holds its peak RSS ({:.1} MiB measured here: {} MB). Each a warm process under the Runtime API emulator, {API_REQUESTS} first-time `POST /orders` one at a time, then the same {API_REQUESTS} again (replays), every DynamoDB request held {LATENCY_MS} ms by the fault proxy; median of {PEER_RUNS} runs, the two interleaved. Init: spawn → first poll, median of {RUNS} interleaved cold starts ({:.1} ms and {:.1} ms), billed once per {:.0} invocations. Write units: each request's item writes (a transactional one billed twice, a refused conditional write as one) at the size of the largest item of the run ({} B and {} B). Prices as in the table above.\n",
+        rss[1] as f64 / 1024.0,
+        memory[1],
+        init[0],
+        init[1],
+        1.0 / COLD_STARTS_PER_INVOCATION,
+        item[0],
+        item[1],
+    ));
+    r.line("| function | request | memory | wall / request | DynamoDB requests / request | item writes / request (of them transactional) | Lambda GB-s (of it init) | WRU | Lambda $ | DynamoDB $ | total $ | / Powertools |");
+    r.line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut json_rows = Vec::new();
+    for (k, kind) in ["first-time (201)", "replay (201)"].into_iter().enumerate() {
+        let mut totals = [0.0; 2];
+        let mut lines = Vec::new();
+        for (i, peer) in peers.into_iter().enumerate() {
+            let med =
+                |f: &dyn Fn(&ApiPhase) -> f64| median(runs[i].iter().map(|p| f(&p[k])).collect());
+            let wall = med(&|p| p.wall_ms_per_request);
+            let requests = med(&|p| p.requests_per_request);
+            let standard = med(&|p| p.writes_per_request.0);
+            let transactional = med(&|p| p.writes_per_request.1);
+            let (writes, units_per_write) = item_writes(standard, transactional, item[i]);
+            // Neither reads: a replay is the refused conditional PutItem
+            // that brings the stored record back.
+            let c = Workload::new(Measured {
+                batch_size: 1,
+                wall_ms_per_invocation: wall,
+                init_ms: init[i],
+                memory_mb: memory[i],
+                cold_starts_per_invocation: COLD_STARTS_PER_INVOCATION,
+                writes_per_message: writes,
+                reads_per_message: 0.0,
+                write_units_per_write: units_per_write,
+                read_units_per_read: 0.0,
+            })
+            .map_err(|e| format!("{}: {e}", peer.name()))?
+            .per_million_messages(&prices);
+            totals[i] = c.total_usd();
+            lines.push(format!(
+                "| {} | {kind} | {} MB | {wall:.1} ms | {requests:.2} | {writes:.2} ({transactional:.2}) | {:.0} ({:.1}) | {:.0} | {:.2} | {:.2} | {:.2} |",
+                peer.name(),
+                memory[i],
+                c.gb_seconds,
+                c.init_gb_seconds,
+                c.write_units,
+                c.lambda_usd,
+                c.dynamodb_usd,
+                c.total_usd(),
+            ));
+            json_rows.push(serde_json::json!({
+                "function": peer.name(), "request": kind, "memory_mb": memory[i],
+                "wall_ms_per_request": wall, "init_ms": init[i],
+                "requests_per_request": requests, "item_writes_per_request": writes,
+                "transactional_item_writes_per_request": transactional,
+                "largest_item_bytes": item[i], "gb_seconds": c.gb_seconds,
+                "init_gb_seconds": c.init_gb_seconds, "write_units": c.write_units,
+                "lambda_usd": c.lambda_usd, "dynamodb_usd": c.dynamodb_usd,
+                "total_usd": c.total_usd(),
+            }));
+        }
+        for (i, line) in lines.into_iter().enumerate() {
+            let vs = if i == 0 {
+                ratio(totals[0], totals[1])
+            } else {
+                "1.00x".into()
+            };
+            r.line(format!("{line} {vs} |"));
+        }
+    }
+    r.line(format!(
+        "\nPeak RSS over these runs: order-api {:.1} MiB, Powertools {:.1} MiB. Per million requests Lambda bills 1,000,000 requests ($0.20) for either, in the Lambda column.",
+        rss[0] as f64 / 1024.0,
+        rss[1] as f64 / 1024.0
+    ));
+    let path = workspace_target().join("bench-cost-api.json");
     std::fs::write(
         &path,
         serde_json::to_vec_pretty(&serde_json::json!({
