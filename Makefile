@@ -119,6 +119,9 @@ bench: release bench-venv ## Benchmark: throughput, requests/message, CPU/messag
 	  echo "cargo bench --bench order-consumer-bench: $$(( $$(date +%s) - start )) s" > target/bench-time.txt
 	@# Each other function's own benchmark (target/bench-report-<name>.md).
 	$(foreach f,$(filter-out order-consumer,$(BENCHES)),cargo bench -p $(f) --bench $(f)-bench;)
+	@# The library's two idempotency stores side by side (Valkey on a
+	@# redis-server it starts, DynamoDB on dynoxide): target/bench-stores.json.
+	cargo bench -p lambda-idempotency --bench stores --features valkey,http
 	$(BENCH_VENV)/bin/python scripts/bench_chart.py target/bench-peer.json target/bench-latency.json docs/bench-peer.svg
 
 bench-venv: $(BENCH_VENV)/.installed ## The venv of the bench's Powertools baseline and chart (target/bench-venv)

@@ -10,8 +10,9 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use lambda_idempotency::Verdict;
-use lambda_idempotency::{BatchError, BatchReport, RecordOutcome};
-use lambda_idempotency::{SqsInput, StrictInput};
+use lambda_idempotency::engine::BatchReport;
+use lambda_idempotency::engine::{SqsInput, StrictInput};
+use lambda_idempotency::{BatchError, RecordOutcome};
 use serde::Deserialize;
 
 /// One sample event file and the outcome expected of each record.

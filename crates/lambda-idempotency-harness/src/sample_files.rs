@@ -3,7 +3,7 @@
 //! functions' sample-event tests).
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use lambda_idempotency::{SqsInput, StrictInput};
+use lambda_idempotency::engine::{SqsInput, StrictInput};
 use serde::Deserialize;
 
 /// One sample event file and the outcome of each of its records, in order.

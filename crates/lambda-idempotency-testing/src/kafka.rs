@@ -7,7 +7,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use lambda_idempotency::{KafkaBatch, KafkaBatchResponse};
+use lambda_idempotency::engine::{KafkaBatch, KafkaBatchResponse};
 use serde_json::{Map, Value, json};
 
 /// The cluster every event names (`eventSourceArn`).

@@ -4,7 +4,7 @@
 //! `KinesisBatch` for `Function::handle_batch`.
 
 use aws_lambda_events::encodings::Base64Data;
-use lambda_idempotency::{KinesisBatch, KinesisEventResponse};
+use lambda_idempotency::engine::{KinesisBatch, KinesisEventResponse};
 use serde_json::{Value, json};
 
 /// The stream every record names (`eventSourceARN`).

@@ -27,6 +27,8 @@
 //! - [`rng`]: a seeded RNG, so a failing seed replays.
 //! - [`api_gateway`] (feature `http`): API Gateway HTTP API (payload 2.0)
 //!   requests, read by `lambda_http`'s own deserializer.
+//! - [`valkey`] (feature `valkey`): a real Valkey/Redis server per test,
+//!   on a free loopback port.
 //!
 //! # Features
 //!
@@ -59,6 +61,9 @@ pub mod sqs_endpoint;
 pub mod stream_records;
 pub mod tables;
 pub mod test_db;
+#[cfg(feature = "valkey")]
+#[cfg_attr(docsrs, doc(cfg(feature = "valkey")))]
+pub mod valkey;
 
 #[cfg(feature = "http")]
 pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest};

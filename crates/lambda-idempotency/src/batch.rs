@@ -53,9 +53,10 @@ use crate::wire::ParseError;
 /// use std::time::Duration;
 ///
 /// use lambda_idempotency::tracing::Span;
+/// use lambda_idempotency::engine::{BatchEvent, SqsEvent, process};
 /// use lambda_idempotency::{
-///     BatchContext, BatchEvent, BatchSettings, Handler, ParseError, RecordOutcome, SqsEvent,
-///     SqsMessage, StoreError, Verdict, process,
+///     BatchContext, BatchSettings, Handler, ParseError, RecordOutcome, SqsMessage, StoreError,
+///     Verdict,
 /// };
 ///
 /// /// The toy's verdicts: only its own (the engine adds the shared ones).

@@ -38,12 +38,6 @@ pub async fn or_init_error<C>(read: Result<C, ConfigError>) -> Result<C, lambda_
     }
 }
 
-/// The old name of [`or_init_error`].
-#[deprecated(note = "renamed to bootstrap::or_init_error")]
-pub async fn config<C>(read: Result<C, ConfigError>) -> Result<C, lambda_runtime::Error> {
-    or_init_error(read).await
-}
-
 /// Tell the Runtime API that the cold start failed, best effort: a failure
 /// to report is logged, and the process exits with the error either way.
 /// The message is a configuration error's text, which names a variable and

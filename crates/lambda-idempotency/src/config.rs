@@ -14,7 +14,7 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 /// Milliseconds left for answering Lambda when `DEADLINE_MARGIN_MS` is unset.
 pub const DEFAULT_DEADLINE_MARGIN_MS: u64 = 2_000;
 
-/// How a batch is run: what the engine ([`crate::process`]) needs of
+/// How a batch is run: what the engine ([`process`](crate::engine::process)) needs of
 /// [`Settings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 ///

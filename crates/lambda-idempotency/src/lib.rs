@@ -2,13 +2,14 @@
 // # Layout (for contributors)
 //
 // Idempotent message consumers on AWS Lambda: at-least-once delivery in,
-// effects that happen once out. Everything an adopter needs is at the
-// crate root ([`Handler`], [`Verdict`], [`process`], [`Function`],
-// [`Settings`], [`StoreError`], [`BackoffPolicy`], the record and event
-// types); the modules that stay public are those whose many items read
-// better with their path ([`config`], [`wire`], [`time`], [`metrics`],
-// [`bootstrap`], and with their features `dynamo`, `redelivery`,
-// `idempotency` and `http`).
+// effects that happen once out. What an adopter of `Function` names is at
+// the crate root (`Handler`, `Verdict`, `verdicts!`, `Function`,
+// `Settings`, `StoreError`, the records a handler reads, `Idempotent` and
+// its store); the modules that stay public are those whose many items read
+// better with their path (`config`, `wire`, `time`, `metrics`,
+// `bootstrap`, `backoff`, `engine`: the batch engine and the Lambda event
+// types for who drives it without `Function`, and with their features
+// `dynamo`, `redelivery`, `idempotency` and `http`).
 //
 // The modules form layers; a module uses only modules of lower layers
 // (`scripts/check_module_cycles.py` fails on a cycle):
@@ -68,7 +69,7 @@
 // Logs go through `tracing`; the one stdout writer is the EMF line (metrics).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-mod backoff;
+pub mod backoff;
 mod batch;
 pub mod bootstrap;
 pub mod config;
@@ -94,58 +95,102 @@ pub mod redelivery;
 pub mod time;
 pub mod wire;
 
-pub use backoff::{AfterThrottling, BackoffPolicy, Curve, MAX_VISIBILITY_SECS, RetryClass, jitter};
-pub use batch::{
-    BatchContext, BatchError, BatchReport, Handler, RecordReport, Starved, process, record_span,
-};
-pub use config::{BatchSettings, KeyOrder, Settings, Telemetry, WholeBatchFailure};
-pub use error::{ConfigError, StoreError, TraceSetupError};
-pub use function::{BuildError, ColdStart, Function, FunctionBuilder, invocation_span};
+pub use backoff::RetryClass;
+pub use batch::{BatchContext, BatchError, Handler};
+pub use config::{BatchSettings, KeyOrder, Settings, WholeBatchFailure};
+pub use error::{ConfigError, StoreError};
+pub use function::{BuildError, Function, FunctionBuilder};
 #[cfg(feature = "idempotency")]
 #[cfg_attr(docsrs, doc(cfg(feature = "idempotency")))]
 pub use idempotency::{
     IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Idempotent,
 };
 pub use outcome::{Failure, RecordOutcome, Skip, Verdict, labels};
-#[cfg(feature = "sqs")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
-pub use records::SqsInput;
-#[cfg(feature = "dynamodb-streams")]
-#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
-pub use records::StreamInput;
-pub use records::{BatchEvent, BatchRecord, MessageRecord, Redeliverable, StrictInput};
 #[cfg(feature = "kafka")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]
-pub use records::{
-    KafkaBatch, KafkaBatchItemFailure, KafkaBatchResponse, KafkaItemIdentifier, KafkaMessage,
-};
+pub use records::KafkaMessage;
 #[cfg(feature = "kinesis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
-pub use records::{KinesisBatch, KinesisMessage};
+pub use records::KinesisMessage;
+pub use records::{BatchRecord, MessageRecord};
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 pub use redelivery::Redelivery;
 pub use wire::ParseError;
 
-/// The SQS event types a handler's records come in, and its answer.
-#[cfg(feature = "sqs")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
-pub use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-/// The DynamoDB stream event types, and their answer.
+/// The DynamoDB stream record a handler's `Record` is on a table's stream.
 #[cfg(feature = "dynamodb-streams")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
-pub use aws_lambda_events::event::{
-    dynamodb::{Event as StreamEvent, EventRecord as StreamRecord},
-    streams::DynamoDbEventResponse,
-};
-/// Lambda's Kinesis record (what [`KinesisMessage::record`] holds), its
-/// event, and the partial-batch answer listing sequence numbers.
-#[cfg(feature = "kinesis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
-pub use aws_lambda_events::event::{
-    kinesis::{KinesisEvent, KinesisEventRecord},
-    streams::KinesisEventResponse,
-};
+pub use aws_lambda_events::event::dynamodb::EventRecord as StreamRecord;
+/// The SQS record a handler's `Record` is on an SQS queue.
+#[cfg(feature = "sqs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+pub use aws_lambda_events::event::sqs::SqsMessage;
+
+pub mod engine {
+    //! The engine under [`Function`](crate::Function), for a function that
+    //! drives it itself: its own runtime loop, its own answer, a test of a
+    //! handler without Lambda. [`process`] runs one batch of a handler's
+    //! records and reports each; the input types read Lambda's events
+    //! strictly ([`StrictInput`]), the [`BatchEvent`]s hold the records
+    //! and build each source's partial-batch answer from the failed ids.
+    //! A function served by [`Function`](crate::Function) names none of
+    //! this.
+    //!
+    //! ```
+    //! # #[cfg(feature = "sqs")]
+    //! # {
+    //! use lambda_idempotency::engine::{BatchEvent, SqsBatchResponse, SqsEvent};
+    //!
+    //! // What a function answers when message m-1 must come back.
+    //! let answer: SqsBatchResponse = SqsEvent::response(vec!["m-1".to_owned()]);
+    //! assert_eq!(answer.batch_item_failures[0].item_identifier, "m-1");
+    //! # }
+    //! ```
+
+    pub use crate::batch::{BatchReport, RecordReport, Starved, process, record_span};
+    pub use crate::config::Telemetry;
+    pub use crate::error::TraceSetupError;
+    pub use crate::function::{ColdStart, invocation_span};
+    pub use crate::records::{BatchEvent, Redeliverable, StrictInput};
+
+    #[cfg(feature = "sqs")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+    pub use crate::records::SqsInput;
+    /// The SQS event, and its partial-batch answer.
+    #[cfg(feature = "sqs")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
+    pub use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+
+    #[cfg(feature = "dynamodb-streams")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
+    pub use crate::records::StreamInput;
+    /// The DynamoDB stream event, and its partial-batch answer.
+    #[cfg(feature = "dynamodb-streams")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
+    pub use aws_lambda_events::event::{
+        dynamodb::Event as StreamEvent, streams::DynamoDbEventResponse,
+    };
+
+    #[cfg(feature = "kinesis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
+    pub use crate::records::KinesisBatch;
+    /// Lambda's Kinesis record (what
+    /// [`KinesisMessage::record`](crate::KinesisMessage::record) holds),
+    /// its event, and the partial-batch answer listing sequence numbers.
+    #[cfg(feature = "kinesis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
+    pub use aws_lambda_events::event::{
+        kinesis::{KinesisEvent, KinesisEventRecord},
+        streams::KinesisEventResponse,
+    };
+
+    #[cfg(feature = "kafka")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]
+    pub use crate::records::{
+        KafkaBatch, KafkaBatchItemFailure, KafkaBatchResponse, KafkaItemIdentifier,
+    };
+}
 /// The Lambda runtime the functions run on (its `Error`, `Context`,
 /// `LambdaEvent`), re-exported so adopters use the same version.
 pub use lambda_runtime;

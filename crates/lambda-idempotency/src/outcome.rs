@@ -91,7 +91,7 @@ pub trait Verdict: Clone + fmt::Display + Send + 'static {
         Level::INFO
     }
     /// How soon the message should come back if this verdict is not
-    /// acknowledged (see [`BackoffPolicy`](crate::BackoffPolicy)). By
+    /// acknowledged (see [`BackoffPolicy`](crate::backoff::BackoffPolicy)). By
     /// default it waits for a predecessor, as Early does; a verdict that can
     /// never change on a retry (a Conflict) should say
     /// [`RetryClass::Hopeless`]. Not asked for an acknowledged verdict.
@@ -242,7 +242,7 @@ impl<V: Verdict, F> RecordOutcome<V, F> {
     }
 
     /// How soon the message should come back if it is not acknowledged
-    /// (see [`BackoffPolicy`](crate::BackoffPolicy)): the shared outcomes
+    /// (see [`BackoffPolicy`](crate::backoff::BackoffPolicy)): the shared outcomes
     /// are classified here, the verdicts by [`Verdict::retry_class`].
     pub fn retry_class(&self) -> RetryClass {
         match self {

@@ -8,8 +8,6 @@
 //! it is not, the Valkey cases fail with a message saying so, never skip.
 #![cfg(all(feature = "valkey", feature = "http"))]
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -22,9 +20,10 @@ use lambda_idempotency::StoreError;
 use lambda_idempotency::http::{AuthMode, IdempotencyLayer, Scope, body_fingerprint, record_key};
 use lambda_idempotency::idempotency::{
     Claim, Claimed, IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
-    Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyConfig, ValkeyStore,
+    Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyStore,
 };
 use lambda_idempotency::time::epoch_ms;
+use lambda_idempotency_testing::valkey::{Durability, ValkeyServer};
 use lambda_idempotency_testing::{
     HttpApiCaller, HttpApiRequest, client_for, create_idempotency_table, scan_all, start_dynoxide,
     unique_name,
@@ -71,102 +70,30 @@ impl Backend for Dynamo {
 }
 
 /// A real `redis-server` of this test's own, on a free loopback port,
-/// persisting every write (append-only file, fsync always) in a folder of
-/// its own so that a restart keeps the records; killed when dropped.
+/// persisting every write before it answers (append-only file, fsync
+/// always), as the testing crate's [`ValkeyServer`] runs it; killed when
+/// dropped.
 struct Valkey {
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-impl Valkey {
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        match child {
-            Ok(child) => self.child = Some(child),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
-                "redis-server is not on PATH: the Valkey contract tests need a real server \
-                 (Debian: apt-get install redis-server); they fail rather than skip"
-            ),
-            Err(e) => panic!("could not start redis-server: {e}"),
-        }
-        // Ready once it answers a PING (bounded: 10 s at most).
-        let store = self.store(IdempotencyOptions::default());
-        let rt = tokio::runtime::Handle::current();
-        let ready = tokio::task::block_in_place(|| {
-            rt.block_on(async {
-                for _ in 0..500 {
-                    if store.ping().await.is_ok() {
-                        return true;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                false
-            })
-        });
-        assert!(ready, "redis-server did not answer on port {}", self.port);
-    }
-
-    /// Kill the server (SIGKILL: no shutdown of its own).
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Valkey {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    server: ValkeyServer,
 }
 
 impl Backend for Valkey {
     type Store = ValkeyStore;
 
     async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let dir = std::env::temp_dir().join(unique_name("valkey-contract"));
-        std::fs::create_dir_all(&dir).expect("a folder for the server");
-        let mut v = Valkey {
-            port,
-            dir,
-            child: None,
-        };
-        v.spawn();
-        v
+        // Never a skip: without a server the Valkey cases fail, saying why.
+        let server = ValkeyServer::start(Durability::FsyncAlways)
+            .await
+            .unwrap_or_else(|e| panic!("the Valkey contract tests need a real server: {e}"));
+        Valkey { server }
     }
 
     fn store(&self, options: IdempotencyOptions) -> ValkeyStore {
-        let config = ValkeyConfig::new(&self.url()).expect("a valid URL");
-        ValkeyStore::new(config, options).expect("valid options")
+        self.server.store(options).expect("valid options")
     }
 
     async fn records(&self) -> usize {
-        let client = redis::Client::open(self.url()).expect("a client");
+        let client = redis::Client::open(self.server.url()).expect("a client");
         let mut conn = client
             .get_multiplexed_async_connection()
             .await
@@ -719,7 +646,7 @@ async fn valkey_stopped_and_restarted_mid_run() {
     let first = f.call(charge("p1", 5), soon(), card.charge()).await;
     assert_eq!(first.expect("ran").reference, "p1-1");
 
-    server.stop();
+    server.server.kill();
     for id in ["p1", "p2"] {
         let down = f.call(charge(id, 5), soon(), card.charge()).await;
         assert!(
@@ -740,10 +667,96 @@ async fn valkey_stopped_and_restarted_mid_run() {
     }
     assert_eq!(card.runs(), 1, "a call ran while the server was down");
 
-    server.spawn();
+    server
+        .server
+        .restart()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let replay = f.call(charge("p1", 5), soon(), card.charge()).await;
     assert_eq!(replay.expect("replayed").reference, "p1-1");
     let fresh = f.call(charge("p2", 5), soon(), card.charge()).await;
     assert_eq!(fresh.expect("ran").reference, "p2-2");
     assert_eq!(card.runs(), 2);
+}
+
+/// What the server ran since the last `CONFIG RESETSTAT`: each command's
+/// name and call count, from `INFO commandstats`.
+async fn commands_run(conn: &mut redis::aio::MultiplexedConnection) -> Vec<(String, u64)> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .expect("INFO commandstats");
+    let mut run: Vec<(String, u64)> = info
+        .lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats.strip_prefix("calls=")?.split(',').next()?;
+            Some((name.to_owned(), calls.parse().ok()?))
+        })
+        // This probe's own commands (`config|resetstat` on Redis 7).
+        .filter(|(name, _)| !name.starts_with("config") && name != "info")
+        .collect();
+    run.sort();
+    run
+}
+
+/// The fast path is one round trip: a first claim, a replay of a completed
+/// key and a refusal of a live claim are each a single `SET ... NX GET`,
+/// never a read under `WATCH` (which costs four: WATCH, GET, then MULTI
+/// EXEC or UNWATCH).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_a_claim_or_a_replay_is_one_command() {
+    let server = Valkey::start().await;
+    let store = server.store(options());
+    let client = redis::Client::open(server.server.url()).expect("a client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a connection");
+    let now = epoch_ms();
+    let first = claim("k", "f", "a1", now);
+
+    for (what, call, expected) in [
+        ("a new key", claim("k", "f", "a1", now), Claimed::Held),
+        (
+            "a live claim",
+            claim("k", "f", "a2", now + 1),
+            Claimed::Refused(Refusal::InProgress {
+                lease_until_ms: now + 30_000,
+            }),
+        ),
+    ] {
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .exec_async(&mut conn)
+            .await
+            .expect("CONFIG RESETSTAT");
+        assert_eq!(store.claim(&call).await, Ok(expected), "{what}");
+        assert_eq!(
+            commands_run(&mut conn).await,
+            [("set".to_owned(), 1)],
+            "{what}"
+        );
+    }
+
+    store
+        .complete(&first, r#"{"n": 1}"#)
+        .await
+        .expect("completed");
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec_async(&mut conn)
+        .await
+        .expect("CONFIG RESETSTAT");
+    let replay = store.claim(&claim("k", "f", "a3", now + 2)).await;
+    assert!(
+        matches!(replay, Ok(Claimed::Refused(Refusal::Completed(_)))),
+        "{replay:?}"
+    );
+    assert_eq!(
+        commands_run(&mut conn).await,
+        [("set".to_owned(), 1)],
+        "a replay"
+    );
 }

@@ -383,10 +383,11 @@ mod batch_tests {
     use crate::domain::{ConflictKind, Status};
     use crate::event::EventKind;
     use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-    use lambda_idempotency::BatchEvent;
     use lambda_idempotency::Skip;
+    use lambda_idempotency::engine::BatchEvent;
+    use lambda_idempotency::engine::{BatchReport, RecordReport, Starved};
     use lambda_idempotency::time::deadline_from_epoch_ms;
-    use lambda_idempotency::{BatchError, BatchReport, RecordOutcome, RecordReport, Starved};
+    use lambda_idempotency::{BatchError, RecordOutcome};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     use tokio::time::Instant;
 

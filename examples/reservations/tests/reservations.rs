@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_idempotency::engine::SqsEvent;
 use lambda_idempotency::time::epoch_ms;
-use lambda_idempotency::{Function, Settings, SqsEvent, StoreError, Verdict};
+use lambda_idempotency::{Function, Settings, StoreError, Verdict};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
 use lambda_idempotency_testing::{
     TestDb, assert_labels_cover_variants, batch, far_deadline, record,

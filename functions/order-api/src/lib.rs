@@ -52,6 +52,7 @@ use event::{
 };
 use lambda_idempotency::StoreError;
 use lambda_idempotency::config::{ConfigError, Telemetry, parse_in, required};
+use lambda_idempotency::engine::{ColdStart, invocation_span};
 use lambda_idempotency::http::{
     Committed, Deadline, HttpClaim, IdempotencyLayer, IdempotentService, cut, cutoff,
 };
@@ -59,7 +60,6 @@ use lambda_idempotency::idempotency::json_fingerprint;
 use lambda_idempotency::metrics::{self, OutcomeCounts};
 use lambda_idempotency::time::{epoch_ms, rfc3339};
 use lambda_idempotency::wire::{Id, Timestamp};
-use lambda_idempotency::{ColdStart, invocation_span};
 use orders::domain::OrderView;
 use orders::event::{OrderEvent, Payload, Seq};
 use store::ApiStore;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lambda_idempotency::{SqsInput, StrictInput};
+use lambda_idempotency::engine::{SqsInput, StrictInput};
 use lambda_idempotency_harness::demo::{client, deadline, start_server};
 use order_notifier::NotifierConfig;
 use orders::OrderConfig;

@@ -2,7 +2,8 @@
 //! events/scenarios.json) through the function against a local DynamoDB
 //! (in-process), one line per record, then the table.
 
-use lambda_idempotency::{Function, RecordOutcome, Settings, SqsEvent};
+use lambda_idempotency::engine::SqsEvent;
+use lambda_idempotency::{Function, RecordOutcome, Settings};
 use lambda_idempotency_testing::{client_for, create_table, far_deadline, failed_ids, start_dynoxide};
 use {{ cookiecutter.__crate }}::{KEY, NAME, {{ cookiecutter.__entity_type }}Handler, parse};
 

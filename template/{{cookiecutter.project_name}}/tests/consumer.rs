@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::time::epoch_ms;
-use lambda_idempotency::{Function, Settings, SqsEvent, Verdict, WholeBatchFailure};
+use lambda_idempotency::engine::SqsEvent;
+use lambda_idempotency::{Function, Settings, Verdict, WholeBatchFailure};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
 use lambda_idempotency_testing::{
     assert_labels_cover_variants, batch, client_for, create_table, failed_ids, far_deadline,

@@ -9,14 +9,17 @@
 //! braces are a hash tag, so that everything about one key lives in one
 //! slot of a cluster.
 //!
-//! - Claim: one atomic `SET key record NX PX ttl`. Refused, the record is
-//!   read under `WATCH`: an expired record or an in-progress one whose
-//!   lease is over (by [`super::lease_is_live`], with its clock skew
-//!   allowance) is taken over with `MULTI SET ... PX ttl EXEC`, which
-//!   writes nothing if anyone touched the key since the read; any other
-//!   record is classified by [`super::classify`], exactly as DynamoDB's
-//!   refusal is, so this attempt's own claim seen again (a claim whose
-//!   answer was lost, sent again) is held, not refused.
+//! - Claim: one atomic `SET key record NX PX ttl GET` (Redis 7.0+ and
+//!   every Valkey), which sets the key only if it is absent and answers
+//!   the record it found: a new key, a completed one (a replay) and a live
+//!   claim each cost one round trip. The record found is classified by
+//!   [`super::classify`], exactly as DynamoDB's refusal is, so this
+//!   attempt's own claim seen again (a claim whose answer was lost, sent
+//!   again) is held, not refused; an expired record or an in-progress one
+//!   whose lease is over (by [`super::lease_is_live`], with its clock skew
+//!   allowance) is read again under `WATCH` and taken over with
+//!   `MULTI SET ... PX ttl EXEC`, which writes nothing if anyone touched
+//!   the key since the read.
 //! - Completion and release: `WATCH` the key, read it, and only if it is
 //!   this attempt's in-progress claim, `MULTI SET` (or `DEL`) `EXEC`.
 //!   Never a plain read-then-write: between the read and the write another
@@ -297,6 +300,19 @@ fn store_error(e: &RedisError) -> StoreError {
     }
 }
 
+/// Whether a record found at `now_ms` may be taken over: expired, or an
+/// in-progress claim whose lease is over.
+fn is_over(found: &Record, now_ms: u64) -> bool {
+    match found {
+        Record::InProgress {
+            lease_until_ms,
+            expires_at,
+            ..
+        } => is_expired(*expires_at, now_ms) || !lease_is_live(*lease_until_ms, now_ms),
+        Record::Completed { stored, .. } => is_expired(stored.expires_at, now_ms),
+    }
+}
+
 /// Milliseconds from `now_ms` until `expires_at` (epoch seconds): the
 /// record's `PX`, at least 1.
 fn px(expires_at: u64, now_ms: u64) -> u64 {
@@ -429,9 +445,9 @@ impl ValkeyStore {
         }
     }
 
-    /// Claim the key: `SET NX PX`; refused, the stored record is taken
-    /// over if it expired or its lease is over (`WATCH`, `MULTI SET EXEC`)
-    /// or classified by [`super::classify`]. With the cache on, a key
+    /// Claim the key: `SET NX PX GET`; refused, the record it answers is
+    /// classified by [`super::classify`], or, if it expired or its lease is
+    /// over, taken over (`WATCH`, `MULTI SET EXEC`). With the cache on, a key
     /// completed in this process answers from memory.
     pub async fn claim(&self, c: &Claim<'_>) -> Result<Claimed, StoreError> {
         let key = self.stored_key(c.key);
@@ -474,17 +490,29 @@ impl ValkeyStore {
         .text()?;
         let ttl = px(expires_at, c.now_ms);
         for _ in 0..TRIES {
-            let set: Option<String> = redis::cmd("SET")
+            // One round trip for a new key and for the common refusals (a
+            // completed key, a live claim): `SET ... NX GET` (Redis 7.0+,
+            // Valkey) sets the key only if it is absent and answers the
+            // record it found, nil if it set it.
+            let found: Option<String> = redis::cmd("SET")
                 .arg(key)
                 .arg(&record)
                 .arg("NX")
                 .arg("PX")
                 .arg(ttl)
+                .arg("GET")
                 .query_async(conn)
                 .await?;
-            if set.is_some() {
+            let Some(found) = found else {
                 return Ok(Claimed::Held);
+            };
+            let (_, found) = Item::read(&found)?;
+            if !is_over(&found, c.now_ms) {
+                return Ok(classify(c.fingerprint, c.attempt, Some(&found), c.now_ms)?);
             }
+            // Expired or its lease over: taken over only if no one writes
+            // the key between this read and the write (`WATCH`; EXEC
+            // answers nil then, and the key is tried again).
             redis::cmd("WATCH").arg(key).exec_async(conn).await?;
             let stored: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
             let Some(stored) = stored else {
@@ -499,17 +527,7 @@ impl ValkeyStore {
                     return Err(e.into());
                 }
             };
-            let over = match &found {
-                Record::InProgress {
-                    lease_until_ms,
-                    expires_at,
-                    ..
-                } => is_expired(*expires_at, c.now_ms) || !lease_is_live(*lease_until_ms, c.now_ms),
-                Record::Completed { stored, .. } => is_expired(stored.expires_at, c.now_ms),
-            };
-            if over {
-                // Taken over only if no one wrote the key since the read:
-                // EXEC answers nil then, and the key is read again.
+            if is_over(&found, c.now_ms) {
                 let taken: Option<(String,)> = redis::pipe()
                     .atomic()
                     .cmd("SET")

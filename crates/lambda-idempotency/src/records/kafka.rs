@@ -765,7 +765,7 @@ mod kafka_tests {
         })))
         .expect("reads");
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-        let report = crate::process(
+        let report = crate::engine::process(
             &Texts,
             crate::BatchSettings::default(),
             batch.records(),

@@ -138,9 +138,10 @@ pub trait BatchEvent: Send + Sync {
 /// use std::time::Duration;
 ///
 /// use lambda_idempotency::tracing::Span;
+/// use lambda_idempotency::engine::{BatchEvent, KinesisBatch, SqsEvent, process};
 /// use lambda_idempotency::{
-///     BatchContext, BatchEvent, BatchSettings, Handler, KinesisBatch, KinesisMessage,
-///     MessageRecord, ParseError, SqsEvent, SqsMessage, StoreError, Verdict, process,
+///     BatchContext, BatchSettings, Handler, KinesisMessage, MessageRecord, ParseError,
+///     SqsMessage, StoreError, Verdict,
 /// };
 ///
 /// #[derive(Debug, Clone)]

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use lambda_idempotency::Function;
+use lambda_idempotency::backoff::BackoffPolicy;
 use lambda_idempotency::redelivery::Redelivery;
-use lambda_idempotency::{BackoffPolicy, Function};
 use orders::testing::sqs_endpoint::{Mode, SqsEndpoint};
 use orders::testing::*;
 use orders::{OrderConfig, OrderFunction, OrderHandler};

@@ -1,7 +1,8 @@
 //! docs/retry-timing.md's tables, computed by the library's
 //! `BackoffPolicy`, so that the document cannot drift from the code.
 
-use lambda_idempotency::{BackoffPolicy, RetryClass};
+use lambda_idempotency::RetryClass;
+use lambda_idempotency::backoff::BackoffPolicy;
 
 /// The two tables of docs/retry-timing.md, from the code, so that the
 /// document cannot drift from it.

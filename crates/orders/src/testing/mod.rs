@@ -36,7 +36,8 @@ use crate::store::OrderStore;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::{BatchReport, RecordOutcome};
+use lambda_idempotency::RecordOutcome;
+use lambda_idempotency::engine::BatchReport;
 use serde_json::{Value, json};
 
 /// A consumer whose DynamoDB endpoint is a local port nobody listens on

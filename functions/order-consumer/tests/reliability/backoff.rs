@@ -19,7 +19,8 @@ use std::time::Duration;
 use crate::harness::Harness;
 use crate::model::{Lifecycle, Workload, ack_audit, assert_no_violations, body};
 use crate::sqs::{DrainOpts, Queue, QueueConfig, drain};
-use lambda_idempotency::{BackoffPolicy, RetryClass};
+use lambda_idempotency::RetryClass;
+use lambda_idempotency::backoff::BackoffPolicy;
 use order_consumer::testing::rng::Rng;
 use order_consumer::testing::sqs_endpoint::{Mode, SqsEndpoint};
 

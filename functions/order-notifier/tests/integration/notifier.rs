@@ -595,7 +595,7 @@ fn s_(item: &HashMap<String, AttributeValue>, key: &str) -> String {
 }
 
 fn outcome_of(
-    report: &lambda_idempotency::BatchReport<NotifyOutcome, NotifyError>,
+    report: &lambda_idempotency::engine::BatchReport<NotifyOutcome, NotifyError>,
 ) -> RecordOutcome<NotifyOutcome, NotifyError> {
     report.records[0].outcome.clone()
 }
