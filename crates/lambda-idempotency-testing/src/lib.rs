@@ -28,11 +28,11 @@
 //! - [`api_gateway`] (feature `http`): API Gateway HTTP API (payload 2.0)
 //!   requests, read by `lambda_http`'s own deserializer.
 //! - [`valkey`] (feature `valkey`): a real Valkey/Redis server per test,
-//!   on a free loopback port.
+//!   on a free loopback port, plain or TLS only.
 //!
 //! # Features
 //!
-//! None by default: each of `kinesis`, `kafka`, `idempotency` and `http` turns on
+//! None by default: each of `kinesis`, `kafka`, `idempotency`, `http` and `valkey` turns on
 //! the library's feature of the same name with the support for it, so
 //! your test build has the library's features your function has. Turn on
 //! the ones your function turns on.

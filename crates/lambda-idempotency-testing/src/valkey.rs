@@ -3,9 +3,12 @@
 //! and its folder removed when dropped.
 //!
 //! Not a mock: the store under test speaks RESP to a real server, with its
-//! real `SET ... NX PX`, `WATCH`/`MULTI`/`EXEC` and expiry.
+//! real `SET ... NX PX GET`, `WATCH`/`MULTI`/`EXEC` and expiry.
+//! [`ValkeyServer::start_tls`] serves TLS only, with a certificate a CA of
+//! its own signed (made with the `openssl` command), as a server in
+//! transit encryption does.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -33,6 +36,8 @@ pub struct ValkeyServer {
     durability: Durability,
     /// The program that started, kept for [`ValkeyServer::restart`].
     program: &'static str,
+    /// Serving TLS only, with the certificates in `dir`.
+    tls: bool,
     /// None while killed.
     child: Option<Child>,
 }
@@ -55,37 +60,70 @@ impl ValkeyServer {
     /// (Debian packages Redis 7), and wait (10 s at most) until it answers
     /// a PING.
     pub async fn start(durability: Durability) -> Result<ValkeyServer, ValkeyStartError> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| ValkeyStartError(format!("no free port: {e}")))?
-            .port();
+        Self::start_with(durability, false).await
+    }
+
+    /// [`ValkeyServer::start`], serving TLS only (`rediss://`): its
+    /// certificate, for 127.0.0.1 and localhost, is signed by a CA made
+    /// for this server alone ([`ValkeyServer::root_certificate`]), so no
+    /// system store trusts it. Needs the `openssl` command.
+    pub async fn start_tls(durability: Durability) -> Result<ValkeyServer, ValkeyStartError> {
+        Self::start_with(durability, true).await
+    }
+
+    async fn start_with(
+        durability: Durability,
+        tls: bool,
+    ) -> Result<ValkeyServer, ValkeyStartError> {
         let dir = std::env::temp_dir().join(unique_name("valkey"));
         std::fs::create_dir_all(&dir)
             .map_err(|e| ValkeyStartError(format!("no folder for the server: {e}")))?;
         let mut server = ValkeyServer {
-            port,
+            port: 0,
             dir,
             durability,
             program: "valkey-server",
+            tls,
             child: None,
         };
-        let mut last = None;
+        if tls {
+            make_certificates(&server.dir)?;
+        }
+        let mut missing = Vec::new();
+        let mut failed = None;
         for program in ["valkey-server", "redis-server"] {
             server.program = program;
-            match server.spawn() {
-                Ok(child) => {
-                    server.child = Some(child);
-                    server.ready().await?;
-                    return Ok(server);
+            // A port found free can be taken by another process before the
+            // server binds it; the server then exits, and is started again
+            // on another port.
+            for _ in 0..3 {
+                server.port = free_port()?;
+                match server.spawn() {
+                    Err(e) => {
+                        missing.push(format!("{program}: {e}"));
+                        break;
+                    }
+                    Ok(child) => server.child = Some(child),
                 }
-                Err(e) => last = Some(e),
+                match server.ready().await {
+                    Ok(()) => return Ok(server),
+                    Err(e) => {
+                        server.kill();
+                        failed = Some(e);
+                    }
+                }
+            }
+            if failed.is_some() {
+                break;
             }
         }
-        Err(ValkeyStartError(format!(
-            "neither valkey-server nor redis-server could be started ({}): \
-             install one (Debian: apt-get install redis-server)",
-            last.map_or_else(String::new, |e| e.to_string())
-        )))
+        Err(failed.unwrap_or_else(|| {
+            ValkeyStartError(format!(
+                "neither valkey-server nor redis-server could be started ({}): \
+                 install one (Debian: apt-get install redis-server)",
+                missing.join("; ")
+            ))
+        }))
     }
 
     fn spawn(&self) -> std::io::Result<Child> {
@@ -93,12 +131,38 @@ impl ValkeyServer {
             Durability::FsyncAlways => &["--appendonly", "yes", "--appendfsync", "always"],
             Durability::InMemory => &["--appendonly", "no"],
         };
-        Command::new(self.program)
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let port = self.port.to_string();
+        let listen: Vec<&str> = if self.tls {
+            vec![
+                "--port",
+                "0",
+                "--tls-port",
+                &port,
+                "--tls-auth-clients",
+                "no",
+            ]
+        } else {
+            vec!["--port", &port]
+        };
+        let mut command = Command::new(self.program);
+        if self.tls {
+            command
+                .arg("--tls-cert-file")
+                .arg(self.dir.join("server.crt"))
+                .arg("--tls-key-file")
+                .arg(self.dir.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(self.dir.join("ca.crt"));
+        }
+        command
+            .args(listen)
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(persistence)
             .arg("--dir")
             .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.dir.join("server.log"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -125,32 +189,159 @@ impl ValkeyServer {
         self.ready().await
     }
 
-    /// Its URL, for [`ValkeyConfig::new`].
+    /// Its URL, for [`ValkeyConfig::new`]: `rediss://` when it serves TLS.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// The PEM certificate of the CA that signed a TLS server's
+    /// certificate, for [`ValkeyConfig::root_certificates`]; `None` for a
+    /// server without TLS.
+    pub fn root_certificate(&self) -> Option<Vec<u8>> {
+        self.tls
+            .then(|| std::fs::read(self.dir.join("ca.crt")).ok())
+            .flatten()
+    }
+
+    /// Its configuration, trusting its CA when it serves TLS.
+    pub fn config(&self) -> Result<ValkeyConfig, ConfigError> {
+        let config = ValkeyConfig::new(&self.url())?;
+        match self.root_certificate() {
+            Some(pem) => config.root_certificates(&pem),
+            None => Ok(config),
+        }
     }
 
     /// A store on this server; an error only for options the store
     /// refuses.
     pub fn store(&self, options: IdempotencyOptions) -> Result<ValkeyStore, ConfigError> {
-        ValkeyStore::new(ValkeyConfig::new(&self.url())?, options)
+        ValkeyStore::new(self.config()?, options)
     }
 
-    async fn ready(&self) -> Result<(), ValkeyStartError> {
+    /// Wait (10 s at most) until the server answers a PING; a server that
+    /// exits first (a port taken, a bad argument) is reported with the end
+    /// of its log.
+    async fn ready(&mut self) -> Result<(), ValkeyStartError> {
         let store = self
             .store(IdempotencyOptions::default())
             .map_err(|e| ValkeyStartError(format!("no store on the server: {e}")))?;
-        for _ in 0..500 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                return Err(ValkeyStartError(format!(
+                    "{} exited ({status}) before it answered: {}",
+                    self.program,
+                    self.log_tail()
+                )));
+            }
             if store.ping().await.is_ok() {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Err(ValkeyStartError(format!(
-            "the server on port {} did not answer a PING within 10 s",
-            self.port
+            "{} on port {} did not answer a PING within 10 s: {}",
+            self.program,
+            self.port,
+            self.log_tail()
         )))
     }
+
+    /// The last lines of the server's log, on one line.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(3)..].join(" | ")
+    }
+}
+
+/// A loopback port nobody listened on a moment ago.
+fn free_port() -> Result<u16, ValkeyStartError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| ValkeyStartError(format!("no free port: {e}")))
+}
+
+/// A CA and a server certificate it signed (127.0.0.1 and localhost), in
+/// `dir`: `ca.crt`, `server.crt`, `server.key`. P-256 keys, a day long.
+fn make_certificates(dir: &Path) -> Result<(), ValkeyStartError> {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let steps: [Vec<&str>; 3] = [
+        [
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "ca.crt", "-days", "1"],
+            &["-subj", "/CN=lambda-idempotency-testing CA"],
+            &["-addext", "basicConstraints=critical,CA:TRUE"],
+            &["-addext", "keyUsage=critical,keyCertSign"],
+        ]
+        .concat(),
+        [
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        ]
+        .concat(),
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+        ],
+    ];
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n\
+         basicConstraints=CA:FALSE\n\
+         extendedKeyUsage=serverAuth\n",
+    )
+    .map_err(|e| ValkeyStartError(format!("no certificate extensions file: {e}")))?;
+    for args in steps {
+        let out = Command::new("openssl")
+            .args(&args)
+            .current_dir(dir)
+            .output()
+            .map_err(|e| {
+                ValkeyStartError(format!(
+                    "the openssl command could not be run ({e}): install it \
+                     (Debian: apt-get install openssl)"
+                ))
+            })?;
+        if !out.status.success() {
+            return Err(ValkeyStartError(format!(
+                "openssl {} failed: {}",
+                args[0],
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Drop for ValkeyServer {

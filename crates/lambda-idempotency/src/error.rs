@@ -63,6 +63,13 @@ pub enum StoreError {
     /// A refusal the returned item does not explain: a race, retried.
     #[error("the condition failed although the returned item satisfies it")]
     InconsistentRefusal,
+    /// The store's server cannot serve this store (a Redis too old for
+    /// the Valkey store's claim); `needs` says what it needs.
+    #[error("the store's server is not supported: it needs {needs}")]
+    Unsupported {
+        /// What the store needs of its server.
+        needs: &'static str,
+    },
 }
 
 impl StoreError {
@@ -84,7 +91,8 @@ impl StoreError {
             | StoreError::AccessDenied { .. }
             | StoreError::Client { .. }
             | StoreError::ItemTooLarge
-            | StoreError::CorruptItem(_) => false,
+            | StoreError::CorruptItem(_)
+            | StoreError::Unsupported { .. } => false,
         }
     }
 }

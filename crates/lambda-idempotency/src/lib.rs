@@ -122,6 +122,10 @@ pub use wire::ParseError;
 #[cfg(feature = "dynamodb-streams")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dynamodb-streams")))]
 pub use aws_lambda_events::event::dynamodb::EventRecord as StreamRecord;
+/// Lambda's Kinesis record, what [`KinesisMessage::record`] holds.
+#[cfg(feature = "kinesis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
+pub use aws_lambda_events::event::kinesis::KinesisEventRecord;
 /// The SQS record a handler's `Record` is on an SQS queue.
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
@@ -175,15 +179,11 @@ pub mod engine {
     #[cfg(feature = "kinesis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
     pub use crate::records::KinesisBatch;
-    /// Lambda's Kinesis record (what
-    /// [`KinesisMessage::record`](crate::KinesisMessage::record) holds),
-    /// its event, and the partial-batch answer listing sequence numbers.
+    /// Lambda's Kinesis event, and the partial-batch answer listing
+    /// sequence numbers.
     #[cfg(feature = "kinesis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "kinesis")))]
-    pub use aws_lambda_events::event::{
-        kinesis::{KinesisEvent, KinesisEventRecord},
-        streams::KinesisEventResponse,
-    };
+    pub use aws_lambda_events::event::{kinesis::KinesisEvent, streams::KinesisEventResponse};
 
     #[cfg(feature = "kafka")]
     #[cfg_attr(docsrs, doc(cfg(feature = "kafka")))]

@@ -16,13 +16,13 @@ use aws_sdk_dynamodb::Client;
 use lambda_http::http::Method;
 use lambda_http::tower::{Layer, ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
-use lambda_idempotency::StoreError;
 use lambda_idempotency::http::{AuthMode, IdempotencyLayer, Scope, body_fingerprint, record_key};
 use lambda_idempotency::idempotency::{
     Claim, Claimed, IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
-    Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyStore,
+    Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyConfig, ValkeyStore,
 };
 use lambda_idempotency::time::epoch_ms;
+use lambda_idempotency::{ConfigError, StoreError};
 use lambda_idempotency_testing::valkey::{Durability, ValkeyServer};
 use lambda_idempotency_testing::{
     HttpApiCaller, HttpApiRequest, client_for, create_idempotency_table, scan_all, start_dynoxide,
@@ -694,8 +694,12 @@ async fn commands_run(conn: &mut redis::aio::MultiplexedConnection) -> Vec<(Stri
             let calls = stats.strip_prefix("calls=")?.split(',').next()?;
             Some((name.to_owned(), calls.parse().ok()?))
         })
-        // This probe's own commands (`config|resetstat` on Redis 7).
-        .filter(|(name, _)| !name.starts_with("config") && name != "info")
+        // Only what a claim sends: not this probe's own commands
+        // (`config|resetstat`), nor what a client sends on connecting
+        // (`hello`, `auth`, `client|setinfo` on Redis 7.2 and Valkey).
+        .filter(|(name, _)| {
+            ["set", "get", "watch", "unwatch", "multi", "exec", "del"].contains(&name.as_str())
+        })
         .collect();
     run.sort();
     run
@@ -714,6 +718,8 @@ async fn valkey_a_claim_or_a_replay_is_one_command() {
         .get_multiplexed_async_connection()
         .await
         .expect("a connection");
+    // Connected before the counting starts.
+    store.ping().await.expect("the server answers");
     let now = epoch_ms();
     let first = claim("k", "f", "a1", now);
 
@@ -759,4 +765,88 @@ async fn valkey_a_claim_or_a_replay_is_one_command() {
         [("set".to_owned(), 1)],
         "a replay"
     );
+}
+
+/// TLS (`rediss://`): a server whose certificate a private CA signed is
+/// reached when that CA is trusted, and refused otherwise: by the system's
+/// roots, by another CA's, and over plain RESP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_over_tls_trusts_only_the_roots_it_is_given() {
+    let start = || async {
+        ValkeyServer::start_tls(Durability::InMemory)
+            .await
+            .unwrap_or_else(|e| panic!("the Valkey TLS test needs redis-server and openssl: {e}"))
+    };
+    let server = start().await;
+    let store = server.store(options()).expect("valid options");
+    store.ping().await.expect("TLS, trusting the server's CA");
+    let now = epoch_ms();
+    let first = claim("k", "f", "a1", now);
+    assert_eq!(store.claim(&first).await, Ok(Claimed::Held));
+    store
+        .complete(&first, r#"{"n": 1}"#)
+        .await
+        .expect("completed");
+    let replay = store.claim(&claim("k", "f", "a2", now + 1)).await;
+    assert!(
+        matches!(replay, Ok(Claimed::Refused(Refusal::Completed(_)))),
+        "{replay:?}"
+    );
+
+    let refused = |config: ValkeyConfig| async move {
+        let store = ValkeyStore::new(config, options()).expect("valid options");
+        store.ping().await
+    };
+    let system_roots = ValkeyConfig::new(&server.url()).expect("a URL");
+    let answer = refused(system_roots).await;
+    assert!(answer.is_err(), "the system's roots: {answer:?}");
+
+    let other = start().await;
+    let other_ca = other.root_certificate().expect("a TLS server's CA");
+    let wrong_ca = ValkeyConfig::new(&server.url())
+        .and_then(|c| c.root_certificates(&other_ca))
+        .expect("a config");
+    let answer = refused(wrong_ca).await;
+    assert!(answer.is_err(), "another CA: {answer:?}");
+
+    let plain_url = server.url().replacen("rediss://", "redis://", 1);
+    let plain = ValkeyConfig::new(&plain_url).expect("a URL");
+    let answer = refused(plain.clone()).await;
+    assert!(answer.is_err(), "plain RESP to the TLS port: {answer:?}");
+    // A CA is for TLS: with a plain URL it is a configuration error.
+    let ca = server.root_certificate().expect("a TLS server's CA");
+    let no_tls = plain.root_certificates(&ca);
+    assert!(
+        matches!(no_tls, Err(ConfigError::Invalid { var: "url", .. })),
+        "{no_tls:?}"
+    );
+}
+
+/// Root certificates are for a TLS URL and must be PEM certificates that
+/// parse, checked when configured; the errors never quote what was given.
+#[test]
+fn valkey_root_certificates_are_checked_when_configured() {
+    let garbled = b"-----BEGIN CERTIFICATE-----\nsecret-value!\n-----END CERTIFICATE-----\n";
+    for (url, given, what) in [
+        (
+            "rediss://127.0.0.1:6379",
+            &b"secret-value"[..],
+            "no PEM block",
+        ),
+        (
+            "rediss://127.0.0.1:6379",
+            &garbled[..],
+            "a PEM block that does not parse",
+        ),
+    ] {
+        let refused = ValkeyConfig::new(url)
+            .expect("a URL")
+            .root_certificates(given)
+            .expect_err(what);
+        assert!(
+            matches!(refused, ConfigError::Invalid { .. }),
+            "{what}: {refused:?}"
+        );
+        assert!(!refused.to_string().contains("secret"), "{what}: {refused}");
+    }
 }

@@ -42,7 +42,10 @@
 //! so the store outlives a server restart without being rebuilt.
 //!
 //! TLS (`rediss://`, ElastiCache's in-transit encryption) through rustls
-//! with the system's roots; AUTH with a username and password
+//! with the system's roots, or a private CA's
+//! ([`ValkeyConfig::root_certificates`]); the server's name is always
+//! checked. A TLS store installs aws-lc-rs as rustls's process-wide
+//! crypto provider unless the process installed one first. AUTH with a username and password
 //! ([`ValkeyConfig::credentials`], or in the URL). ElastiCache's IAM
 //! authentication is a password that is a signed token valid 15 minutes:
 //! not built in; pass a token as the password of a store built per cold
@@ -87,6 +90,9 @@ pub struct ValkeyConfig {
     url: String,
     username: Option<String>,
     password: Option<String>,
+    /// PEM certificates trusted instead of the system's (a server whose
+    /// certificate a private CA signed).
+    root_certificates: Option<Vec<u8>>,
     connect_timeout: Duration,
     response_timeout: Duration,
 }
@@ -96,6 +102,7 @@ impl fmt::Debug for ValkeyConfig {
         f.debug_struct("ValkeyConfig")
             .field("tls", &self.url.starts_with("rediss://"))
             .field("auth", &(self.password.is_some() || self.url.contains('@')))
+            .field("own_roots", &self.root_certificates.is_some())
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
             .finish_non_exhaustive()
@@ -129,6 +136,7 @@ impl ValkeyConfig {
             url,
             username: None,
             password: None,
+            root_certificates: None,
             connect_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_millis(500),
         })
@@ -140,6 +148,36 @@ impl ValkeyConfig {
         self.username = username.map(str::to_owned);
         self.password = Some(password.to_owned());
         self
+    }
+
+    /// With a `rediss://` URL, trust the certificates in `pem` (one or more
+    /// PEM `CERTIFICATE` blocks: a private CA's) instead of the system's
+    /// roots, which is what a server whose certificate a private CA signed
+    /// needs. ElastiCache's certificates chain to Amazon's public roots,
+    /// which the system's store (Lambda's included) already trusts: it
+    /// needs none. The server's name is checked against its certificate
+    /// either way. Errors: a `redis://` URL (no TLS to trust anything
+    /// for), or `pem` without a certificate that parses.
+    pub fn root_certificates(mut self, pem: &[u8]) -> Result<Self, ConfigError> {
+        if !self.url.starts_with("rediss://") {
+            return Err(invalid(
+                "url",
+                "a rediss:// or valkeys:// URL: root certificates are for TLS",
+            ));
+        }
+        let not_pem = || invalid("root_certificates", "PEM certificates");
+        if !pem
+            .windows(CERTIFICATE_PEM.len())
+            .any(|w| w == CERTIFICATE_PEM)
+        {
+            return Err(not_pem());
+        }
+        // Parsed now, so that a malformed certificate fails at the cold
+        // start; the parser's message could quote it, so only its kind
+        // is kept.
+        Client::build_with_tls(self.url.as_str(), tls_roots(pem)).map_err(|_| not_pem())?;
+        self.root_certificates = Some(pem.to_vec());
+        Ok(self)
     }
 
     /// How long to wait for a connection (default 1 s). Errors: zero.
@@ -161,6 +199,9 @@ impl ValkeyConfig {
     }
 
     fn client(&self) -> Result<Client, ConfigError> {
+        if self.url.starts_with("rediss://") {
+            install_crypto_provider();
+        }
         let bad = || invalid("url", "a redis:// or rediss:// URL with a host");
         let mut info = self
             .url
@@ -174,7 +215,30 @@ impl ValkeyConfig {
             }
             info = info.set_redis_settings(settings);
         }
-        Client::open(info).map_err(|_| bad())
+        match &self.root_certificates {
+            Some(pem) => Client::build_with_tls(info, tls_roots(pem)).map_err(|_| bad()),
+            None => Client::open(info).map_err(|_| bad()),
+        }
+    }
+}
+
+/// redis-rs builds its TLS client on rustls's process default provider,
+/// which rustls cannot choose when more than one is compiled in (this
+/// crate's dependencies compile aws-lc-rs and ring): install aws-lc-rs's,
+/// the AWS SDK's own, unless the process installed one first (that one is
+/// kept: installing fails, harmlessly).
+fn install_crypto_provider() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
+/// How a PEM certificate block starts.
+const CERTIFICATE_PEM: &[u8] = b"-----BEGIN CERTIFICATE-----";
+
+/// `pem` as the only roots of a TLS client, with no client certificate.
+fn tls_roots(pem: &[u8]) -> redis::TlsCertificates {
+    redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem.to_vec()),
     }
 }
 
@@ -300,6 +364,17 @@ fn store_error(e: &RedisError) -> StoreError {
     }
 }
 
+/// Whether the server `INFO server` describes takes `SET ... NX ... GET`:
+/// Redis from 7.0, every Valkey (which reports a `redis_version` of 7.2 or
+/// later). An answer without a version it can read counts as yes.
+fn serves_set_nx_get(info: &str) -> bool {
+    let version = info
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("redis_version:"));
+    let major = version.and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    major.is_none_or(|major| major >= 7)
+}
+
 /// Whether a record found at `now_ms` may be taken over: expired, or an
 /// in-progress claim whose lease is over.
 fn is_over(found: &Record, now_ms: u64) -> bool {
@@ -340,11 +415,31 @@ impl ValkeyStore {
     }
 
     /// Connect (if no connection is idle) and `PING`: a cold start that
-    /// calls it learns of a wrong host, port or password at once.
+    /// calls it learns of a wrong host, port, password or certificate at
+    /// once. Where the user may read `INFO server`, a Redis older than 7.0
+    /// (whose `SET` cannot take `NX` with `GET`, so every claim would fail)
+    /// is [`StoreError::Unsupported`] here too; a user whose ACL refuses
+    /// `INFO` is not refused for that.
     pub async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.checkout().await?;
-        let answer: Result<String, RedisError> = redis::cmd("PING").query_async(&mut conn).await;
-        self.finish(conn, answer.map_err(Fail::Redis)).map(|_| ())
+        let answer = async {
+            let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+            let info: Result<String, RedisError> = redis::cmd("INFO")
+                .arg("server")
+                .query_async(&mut conn)
+                .await;
+            match info {
+                Ok(info) if !serves_set_nx_get(&info) => {
+                    Err(Fail::Store(StoreError::Unsupported {
+                        needs: "Redis 7.0 or later, or Valkey",
+                    }))
+                }
+                // Refused (an ACL without INFO): the claim will tell.
+                Ok(_) | Err(_) => Ok(()),
+            }
+        }
+        .await;
+        self.finish(conn, answer)
     }
 
     /// The options.
@@ -719,5 +814,32 @@ impl Persistence for ValkeyStore {
 
     fn expires_at(&self, now_ms: u64) -> u64 {
         ValkeyStore::expires_at(self, now_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serves_set_nx_get;
+
+    #[test]
+    fn set_nx_get_needs_redis_7_or_valkey() {
+        for (info, serves) in [
+            (
+                "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n",
+                true,
+            ),
+            (
+                "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n",
+                true,
+            ),
+            ("redis_version:10.0.0\r\n", true),
+            ("# Server\r\nredis_version:6.2.14\r\n", false),
+            ("redis_version:5.0.6\r\n", false),
+            // Nothing to read a version from: the claim itself will tell.
+            ("# Server\r\n", true),
+            ("redis_version:unknown\r\n", true),
+        ] {
+            assert_eq!(serves_set_nx_get(info), serves, "{info:?}");
+        }
     }
 }
