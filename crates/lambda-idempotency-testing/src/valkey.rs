@@ -38,6 +38,8 @@ pub struct ValkeyServer {
     program: &'static str,
     /// Serving TLS only, with the certificates in `dir`.
     tls: bool,
+    /// A node of a cluster (`--cluster-enabled yes`).
+    cluster: bool,
     /// None while killed.
     child: Option<Child>,
 }
@@ -60,7 +62,7 @@ impl ValkeyServer {
     /// (Debian packages Redis 7), and wait (10 s at most) until it answers
     /// a PING.
     pub async fn start(durability: Durability) -> Result<ValkeyServer, ValkeyStartError> {
-        Self::start_with(durability, false).await
+        Self::start_with(durability, false, false).await
     }
 
     /// [`ValkeyServer::start`], serving TLS only (`rediss://`): its
@@ -68,12 +70,13 @@ impl ValkeyServer {
     /// for this server alone ([`ValkeyServer::root_certificate`]), so no
     /// system store trusts it. Needs the `openssl` command.
     pub async fn start_tls(durability: Durability) -> Result<ValkeyServer, ValkeyStartError> {
-        Self::start_with(durability, true).await
+        Self::start_with(durability, true, false).await
     }
 
     async fn start_with(
         durability: Durability,
         tls: bool,
+        cluster: bool,
     ) -> Result<ValkeyServer, ValkeyStartError> {
         let dir = std::env::temp_dir().join(unique_name("valkey"));
         std::fs::create_dir_all(&dir)
@@ -84,6 +87,7 @@ impl ValkeyServer {
             durability,
             program: "valkey-server",
             tls,
+            cluster,
             child: None,
         };
         if tls {
@@ -145,6 +149,11 @@ impl ValkeyServer {
             vec!["--port", &port]
         };
         let mut command = Command::new(self.program);
+        if self.cluster {
+            command
+                .args(["--cluster-enabled", "yes", "--cluster-config-file"])
+                .arg(self.dir.join("nodes.conf"));
+        }
         if self.tls {
             command
                 .arg("--tls-cert-file")
@@ -253,6 +262,94 @@ impl ValkeyServer {
         let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
         let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
         lines[lines.len().saturating_sub(3)..].join(" | ")
+    }
+}
+
+/// A cluster of real servers (cluster mode, no replicas), every hash slot
+/// assigned, as a node-based ElastiCache cluster in cluster mode or
+/// ElastiCache Serverless serves: a key lives on one node, and a node
+/// answers a key of another's with `MOVED`. Its nodes are killed when it
+/// is dropped.
+#[derive(Debug)]
+pub struct ValkeyCluster {
+    nodes: Vec<ValkeyServer>,
+}
+
+impl ValkeyCluster {
+    /// Start `nodes` (at least 3, the cluster's minimum) servers in cluster
+    /// mode, in memory, and join them with `valkey-cli --cluster create`
+    /// (or `redis-cli`), then wait (10 s at most) until every node says
+    /// `cluster_state:ok`.
+    pub async fn start(nodes: usize) -> Result<ValkeyCluster, ValkeyStartError> {
+        if nodes < 3 {
+            return Err(ValkeyStartError("a cluster needs at least 3 nodes".into()));
+        }
+        let mut started = Vec::with_capacity(nodes);
+        for _ in 0..nodes {
+            started.push(ValkeyServer::start_with(Durability::InMemory, false, true).await?);
+        }
+        let cluster = ValkeyCluster { nodes: started };
+        let cli = cluster.cli();
+        let addresses: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new(cli)
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .map_err(|e| ValkeyStartError(format!("{cli} could not be run: {e}")))?;
+        if !out.status.success() {
+            return Err(ValkeyStartError(format!(
+                "{cli} --cluster create failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !cluster.is_ok(cli) {
+            if std::time::Instant::now() > deadline {
+                return Err(ValkeyStartError(
+                    "the cluster did not reach cluster_state:ok within 10 s".into(),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(cluster)
+    }
+
+    /// The command-line client of the servers' program.
+    fn cli(&self) -> &'static str {
+        match self.nodes.first().map(|n| n.program) {
+            Some("valkey-server") => "valkey-cli",
+            _ => "redis-cli",
+        }
+    }
+
+    fn is_ok(&self, cli: &str) -> bool {
+        self.nodes.iter().all(|node| {
+            Command::new(cli)
+                .args(["-h", "127.0.0.1", "-p", &node.port.to_string()])
+                .args(["cluster", "info"])
+                .output()
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("cluster_state:ok"))
+        })
+    }
+
+    /// Its nodes' URLs; the first is the one [`ValkeyCluster::store`]
+    /// connects to (as to a configuration endpoint).
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(ValkeyServer::url).collect()
+    }
+
+    /// A store whose URL is the first node's: the keys of the other nodes'
+    /// slots are reached by following `MOVED`.
+    pub fn store(&self, options: IdempotencyOptions) -> Result<ValkeyStore, ConfigError> {
+        match self.nodes.first() {
+            Some(node) => node.store(options),
+            None => Err(ConfigError::Missing("a cluster node")),
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use lambda_idempotency::idempotency::{
 };
 use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency::{ConfigError, StoreError};
-use lambda_idempotency_testing::valkey::{Durability, ValkeyServer};
+use lambda_idempotency_testing::valkey::{Durability, ValkeyCluster, ValkeyServer};
 use lambda_idempotency_testing::{
     HttpApiCaller, HttpApiRequest, client_for, create_idempotency_table, scan_all, start_dynoxide,
     unique_name,
@@ -93,17 +93,52 @@ impl Backend for Valkey {
     }
 
     async fn records(&self) -> usize {
-        let client = redis::Client::open(self.server.url()).expect("a client");
-        let mut conn = client
-            .get_multiplexed_async_connection()
+        stored_keys(&self.server.url()).await
+    }
+}
+
+/// How many of the store's records the server at `url` holds.
+async fn stored_keys(url: &str) -> usize {
+    let client = redis::Client::open(url).expect("a client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a connection");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("idempotency:*")
+        .query_async(&mut conn)
+        .await
+        .expect("KEYS");
+    keys.len()
+}
+
+/// A cluster of three real servers in cluster mode, every slot assigned;
+/// the store's URL is the first node's, and every key another node serves
+/// is reached by following its `MOVED` answer.
+struct ValkeyClustered {
+    cluster: ValkeyCluster,
+}
+
+impl Backend for ValkeyClustered {
+    type Store = ValkeyStore;
+
+    async fn start() -> Self {
+        let cluster = ValkeyCluster::start(3)
             .await
-            .expect("a connection");
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg("idempotency:*")
-            .query_async(&mut conn)
-            .await
-            .expect("KEYS");
-        keys.len()
+            .unwrap_or_else(|e| panic!("the Valkey cluster contract tests need real servers: {e}"));
+        ValkeyClustered { cluster }
+    }
+
+    fn store(&self, options: IdempotencyOptions) -> ValkeyStore {
+        self.cluster.store(options).expect("valid options")
+    }
+
+    async fn records(&self) -> usize {
+        let mut records = 0;
+        for url in self.cluster.urls() {
+            records += stored_keys(&url).await;
+        }
+        records
     }
 }
 
@@ -322,7 +357,7 @@ trait Expiring: Backend {
     async fn gone_within(&self, limit: Duration) -> bool;
 }
 
-impl Expiring for Valkey {
+impl<B: Backend<Store = ValkeyStore>> Expiring for B {
     async fn gone_within(&self, limit: Duration) -> bool {
         let end = tokio::time::Instant::now() + limit;
         while tokio::time::Instant::now() < end {
@@ -633,6 +668,55 @@ contract!(valkey: super::Valkey =>
     the_http_layer_replays_and_answers_409_and_422,
     no_record_outlives_its_expiry,
 );
+
+contract!(valkey_cluster: super::ValkeyClustered =>
+    a_key_is_claimed_once_completed_and_replayed,
+    only_the_claims_own_attempt_releases_or_completes_it,
+    an_expired_key_or_an_ended_lease_is_claimed_again,
+    a_claim_or_completion_sent_twice_is_the_attempts_own,
+    the_wrapped_function_runs_once_per_key_and_replays,
+    a_concurrent_call_is_in_progress_with_when_to_retry,
+    many_concurrent_callers_run_the_function_once,
+    a_failed_function_releases_its_claim_and_a_retry_runs,
+    an_expired_output_is_not_replayed,
+    an_output_over_the_size_limit_runs_once,
+    the_http_layer_replays_and_answers_409_and_422,
+    no_record_outlives_its_expiry,
+);
+
+/// In a cluster the keys spread over the nodes, and every one is claimed,
+/// completed, replayed and released on the node that serves it, whichever
+/// node the store's URL names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_cluster_keys_live_on_every_node_and_each_is_served_there() {
+    let b = ValkeyClustered::start().await;
+    let store = b.store(options());
+    let now = epoch_ms();
+    let keys: Vec<String> = (0..30).map(|i| format!("order-{i}")).collect();
+    for key in &keys {
+        let c = claim(key, "f", "a1", now);
+        assert_eq!(store.claim(&c).await, Ok(Claimed::Held), "{key}");
+        store.complete(&c, key).await.expect("completed");
+        let replay = store.claim(&claim(key, "f", "a2", now + 1)).await;
+        let Ok(Claimed::Refused(Refusal::Completed(stored))) = replay else {
+            panic!("{key}: {replay:?}");
+        };
+        assert_eq!(&stored.output, key);
+        let released_key = format!("{key}-released");
+        let released = claim(&released_key, "f", "a1", now);
+        assert_eq!(store.claim(&released).await, Ok(Claimed::Held));
+        store.release(&released).await;
+    }
+    let mut per_node = Vec::new();
+    for url in b.cluster.urls() {
+        per_node.push(stored_keys(&url).await);
+    }
+    assert_eq!(per_node.iter().sum::<usize>(), keys.len(), "{per_node:?}");
+    assert!(
+        per_node.iter().all(|&n| n > 0),
+        "every node holds some keys: {per_node:?}"
+    );
+}
 
 /// The fault test: the server is killed mid-run and restarted. A call
 /// while it is down fails with a clear store error (no panic) and does

@@ -45,16 +45,27 @@
 //! with the system's roots, or a private CA's
 //! ([`ValkeyConfig::root_certificates`]); the server's name is always
 //! checked. A TLS store installs aws-lc-rs as rustls's process-wide
-//! crypto provider unless the process installed one first. AUTH with a username and password
-//! ([`ValkeyConfig::credentials`], or in the URL). ElastiCache's IAM
-//! authentication is a password that is a signed token valid 15 minutes:
-//! not built in; pass a token as the password of a store built per cold
-//! start, which serves a Lambda environment's usual lifetime only if it is
-//! rebuilt before the token's. Cluster mode (node-based with cluster mode
-//! on, and ElastiCache Serverless, which speaks the cluster protocol) is
-//! not supported yet: the keys are hash-tagged for it, but the client
-//! here is a standalone one.
+//! crypto provider unless the process installed one first. AUTH with a
+//! username and password ([`ValkeyConfig::credentials`], or in the URL).
+//! ElastiCache's IAM authentication is a password that is a signed token
+//! valid 15 minutes: not built in; pass a token as the password of a
+//! store built per cold start, which serves a Lambda environment's usual
+//! lifetime only if it is rebuilt before the token's.
+//!
+//! # Cluster mode
+//!
+//! Every step of a call touches one key, whose hash tag puts it in one
+//! slot, so a call runs on the one node that serves that slot. The store
+//! connects to its URL's node (a configuration endpoint) and, when a node
+//! answers `MOVED`, remembers which node serves that slot and runs the
+//! step again there (nothing was done on a `MOVED`); each node has its own
+//! pool. A connection error forgets what it learned, so a failover's new
+//! layout is learned again. `ASK` (a slot being migrated) is answered as
+//! a retryable [`StoreError::Server`]: the message is redelivered, not
+//! followed mid-migration. Tested against a three-node cluster in cluster
+//! mode (the contract suite runs on it too).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -79,8 +90,13 @@ const NAMESPACE: &str = "idempotency:";
 /// concurrent write reads the key again before answering
 /// [`StoreError::InconsistentRefusal`] (retryable).
 const TRIES: usize = 3;
-/// Idle connections kept for the next calls.
+/// Idle connections kept for the next calls, per node.
 const MAX_IDLE: usize = 16;
+/// How many `MOVED` answers one call follows (a cluster resharding while
+/// it runs) before it answers a retryable [`StoreError::Server`].
+const MAX_REDIRECTS: usize = 3;
+/// A cluster's hash slots.
+const SLOTS: u16 = 16_384;
 
 /// Where the server is and how to reach it: validated when built, so a
 /// deployment mistake fails at the cold start. Its `Debug` shows neither
@@ -260,7 +276,40 @@ pub struct ValkeyStore {
     config: Arc<ValkeyConfig>,
     options: Arc<IdempotencyOptions>,
     cache: Arc<Mutex<Cache>>,
-    idle: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    nodes: Arc<Mutex<Nodes>>,
+}
+
+/// The nodes this store has talked to: the one its URL names (`None`)
+/// and, in cluster mode, each node a `MOVED` answer named, with their idle
+/// connections; and which node serves each hash slot, as learned from
+/// `MOVED` (at most one entry per slot).
+#[derive(Default)]
+struct Nodes {
+    idle: HashMap<Option<String>, Vec<MultiplexedConnection>>,
+    slots: HashMap<u16, String>,
+}
+
+/// The cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the
+/// text between its first `{` and the next `}`, when not empty), else of
+/// the whole key, modulo 16384.
+fn slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = key.find('{').and_then(|open| {
+        let close = key[open + 1..].find('}')?;
+        (close > 0).then(|| &bytes[open + 1..open + 1 + close])
+    });
+    let mut crc: u16 = 0;
+    for &byte in tagged.unwrap_or(bytes) {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % SLOTS
 }
 
 impl fmt::Debug for ValkeyStore {
@@ -355,9 +404,8 @@ fn store_error(e: &RedisError) -> StoreError {
         redis::ErrorKind::AuthenticationFailed => StoreError::AccessDenied { code },
         redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => match code.as_str() {
             "NOPERM" | "NOAUTH" | "WRONGPASS" => StoreError::AccessDenied { code },
-            "LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" => {
-                StoreError::Server { code }
-            }
+            "LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "MOVED" | "ASK"
+            | "EXECABORT" => StoreError::Server { code },
             _ => StoreError::Client { code },
         },
         _ => StoreError::Client { code },
@@ -397,6 +445,56 @@ fn px(expires_at: u64, now_ms: u64) -> u64 {
         .max(1)
 }
 
+/// `$op` (an expression of `$conn`, a `&mut MultiplexedConnection`)
+/// awaited on a connection to the node that serves `$key`: the URL's,
+/// until a `MOVED` answer names another (a cluster), which is then
+/// remembered for the key's slot and `$op` run again there. Every `$op`
+/// can be run again from its start: a `MOVED` answer changed nothing. A
+/// macro, not a function taking an async closure: the store's futures
+/// must be `Send` for every lifetime, which a closure over borrowed
+/// arguments cannot yet promise.
+macro_rules! routed {
+    ($store:expr, $key:expr, |$conn:ident| $op:expr) => {{
+        let store = $store;
+        let slot = slot($key);
+        let mut answer = Err(StoreError::Server {
+            code: "MOVED".into(),
+        });
+        for _ in 0..=MAX_REDIRECTS {
+            let node = store.nodes().slots.get(&slot).cloned();
+            let mut conn = match store.checkout(node.as_deref()).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    answer = Err(e);
+                    break;
+                }
+            };
+            let $conn = &mut conn;
+            let result = $op.await;
+            if let Some((moved, addr)) = moved_to(&result) {
+                // The connection is dropped: a WATCH may be left on it.
+                store.nodes().slots.insert(moved, addr);
+                continue;
+            }
+            answer = store.finish(node, conn, result);
+            break;
+        }
+        answer
+    }};
+}
+
+/// The slot and node a `MOVED` answer names.
+fn moved_to<T>(result: &Result<T, Fail>) -> Option<(u16, String)> {
+    let Err(Fail::Redis(e)) = result else {
+        return None;
+    };
+    if e.kind() != redis::ErrorKind::Server(redis::ServerErrorKind::Moved) {
+        return None;
+    }
+    let (addr, slot) = e.redirect_node()?;
+    (slot < SLOTS).then(|| (slot, addr.to_owned()))
+}
+
 impl ValkeyStore {
     /// The store on the server `config` names. No connection is made
     /// yet (the first call makes one; [`Self::ping`] to check at a cold
@@ -410,7 +508,7 @@ impl ValkeyStore {
             config: Arc::new(config),
             cache: Arc::new(Mutex::new(Cache::new(options.cache_bytes))),
             options: Arc::new(options),
-            idle: Arc::new(Mutex::new(Vec::new())),
+            nodes: Arc::default(),
         })
     }
 
@@ -421,7 +519,7 @@ impl ValkeyStore {
     /// is [`StoreError::Unsupported`] here too; a user whose ACL refuses
     /// `INFO` is not refused for that.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        let mut conn = self.checkout().await?;
+        let mut conn = self.checkout(None).await?;
         let answer = async {
             let _: String = redis::cmd("PING").query_async(&mut conn).await?;
             let info: Result<String, RedisError> = redis::cmd("INFO")
@@ -439,7 +537,7 @@ impl ValkeyStore {
             }
         }
         .await;
-        self.finish(conn, answer)
+        self.finish(None, conn, answer)
     }
 
     /// The options.
@@ -466,7 +564,7 @@ impl ValkeyStore {
             config: self.config.clone(),
             options: Arc::new(options),
             cache,
-            idle: self.idle.clone(),
+            nodes: self.nodes.clone(),
         }
     }
 
@@ -494,22 +592,57 @@ impl ValkeyStore {
         }
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<MultiplexedConnection>> {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    fn nodes(&self) -> std::sync::MutexGuard<'_, Nodes> {
+        self.nodes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A connection for this call alone (a `WATCH` is the connection's).
-    async fn checkout(&self) -> Result<MultiplexedConnection, StoreError> {
-        if let Some(conn) = self.idle().pop() {
+    /// A connection to `node` (`None`: the URL's) for this call alone (a
+    /// `WATCH` is the connection's).
+    async fn checkout(&self, node: Option<&str>) -> Result<MultiplexedConnection, StoreError> {
+        let key = node.map(str::to_owned);
+        if let Some(conn) = self.nodes().idle.get_mut(&key).and_then(Vec::pop) {
             return Ok(conn);
         }
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.config.connect_timeout))
             .set_response_timeout(Some(self.config.response_timeout));
-        self.client
+        let client = match node {
+            None => self.client.clone(),
+            Some(addr) => self.node_client(addr)?,
+        };
+        client
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| store_error(&e))
+    }
+
+    /// A client of the cluster node at `addr` (`host:port`, as `MOVED`
+    /// names it), with the URL's credentials and TLS settings.
+    fn node_client(&self, addr: &str) -> Result<Client, StoreError> {
+        let moved = || StoreError::Server {
+            code: "MOVED".into(),
+        };
+        let (host, port) = addr.rsplit_once(':').ok_or_else(moved)?;
+        let port: u16 = port.parse().map_err(|_| moved())?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let info = self.client.get_connection_info().clone();
+        let addr = match info.addr().clone() {
+            redis::ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                tls_params,
+            },
+            _ => redis::ConnectionAddr::Tcp(host, port),
+        };
+        Client::open(info.set_addr(addr)).map_err(|_| moved())
     }
 
     /// Keep the connection after a step that succeeded (every `WATCH`
@@ -518,12 +651,14 @@ impl ValkeyStore {
     /// too.
     fn finish<T>(
         &self,
+        node: Option<String>,
         conn: MultiplexedConnection,
         result: Result<T, Fail>,
     ) -> Result<T, StoreError> {
         match result {
             Ok(v) => {
-                let mut idle = self.idle();
+                let mut nodes = self.nodes();
+                let idle = nodes.idle.entry(node).or_default();
                 if idle.len() < MAX_IDLE {
                     idle.push(conn);
                 }
@@ -533,7 +668,11 @@ impl ValkeyStore {
             Err(Fail::Redis(e)) => {
                 let e = store_error(&e);
                 if matches!(e, StoreError::Network | StoreError::Timeout) {
-                    self.idle().clear();
+                    // A node that restarted broke its connections, and a
+                    // cluster whose node failed moved its slots.
+                    let mut nodes = self.nodes();
+                    nodes.idle.clear();
+                    nodes.slots.clear();
                 }
                 Err(e)
             }
@@ -555,9 +694,7 @@ impl ValkeyStore {
                 Refusal::OtherPayload
             }));
         }
-        let mut conn = self.checkout().await?;
-        let result = self.claim_on(&mut conn, c, &key).await;
-        let claimed = self.finish(conn, result)?;
+        let claimed = routed!(self, &key, |conn| self.claim_on(conn, c, &key))?;
         if let Claimed::Refused(Refusal::Completed(done)) = &claimed {
             self.remember(&key, c.fingerprint, done);
         }
@@ -656,11 +793,8 @@ impl ValkeyStore {
         let key = self.stored_key(c.key);
         self.fits(c, &key, output)?;
         let expires_at = self.expires_at(c.now_ms);
-        let mut conn = self.checkout().await?;
-        let result = self
-            .complete_on(&mut conn, c, &key, output, expires_at)
-            .await;
-        self.finish(conn, result)?;
+        routed!(self, &key, |conn| self
+            .complete_on(conn, c, &key, output, expires_at))?;
         self.remember(
             &key,
             c.fingerprint,
@@ -741,13 +875,7 @@ impl ValkeyStore {
     /// effort: if this fails, the lease still ends at the deadline.
     pub async fn release(&self, c: &Claim<'_>) {
         let key = self.stored_key(c.key);
-        let result = match self.checkout().await {
-            Ok(mut conn) => {
-                let result = self.release_on(&mut conn, c, &key).await;
-                self.finish(conn, result)
-            }
-            Err(e) => Err(e),
-        };
+        let result = routed!(self, &key, |conn| self.release_on(conn, c, &key));
         if let Err(e) = result {
             tracing::warn!(error = %e, "could not release the idempotency key; its lease ends at the deadline");
         }
@@ -819,7 +947,27 @@ impl Persistence for ValkeyStore {
 
 #[cfg(test)]
 mod tests {
-    use super::serves_set_nx_get;
+    use super::{serves_set_nx_get, slot};
+
+    /// The vectors of the Redis cluster specification's key hash rules.
+    #[test]
+    fn a_key_hashes_to_its_cluster_slot_by_its_hash_tag() {
+        // CRC16/XMODEM's check value is 0x31C3.
+        assert_eq!(slot("123456789"), 0x31C3);
+        assert_eq!(slot("foo"), 12182);
+        for (key, hashed) in [
+            ("{user1000}.following", "user1000"),
+            ("{user1000}.followers", "user1000"),
+            ("foo{{bar}}zap", "{bar"),
+            ("foo{bar}{zap}", "bar"),
+            ("idempotency:{a1b2}", "a1b2"),
+        ] {
+            assert_eq!(slot(key), slot(hashed), "{key}");
+        }
+        // An empty tag, or none closed: the whole key is hashed.
+        assert_ne!(slot("foo{}{bar}"), slot("bar"));
+        assert_ne!(slot("foo{bar"), slot("bar"));
+    }
 
     #[test]
     fn set_nx_get_needs_redis_7_or_valkey() {
