@@ -79,7 +79,7 @@ XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 # stream, so it stays whichever of them is removed), its output, and the one
 # dashboard, to which each deployed function adds its widgets. (Outputs are
 # claimed only by the functions that own them; TableName is nobody's.)
-STACK_OWNS = ["OrdersTable", "Dashboard"]
+STACK_OWNS = ["OrdersTable", "Dashboard", "CacheClientSecurityGroup", "CacheSecurityGroup", "IdempotencyCache"]
 EXPECTATIONS = "template_check.py"
 
 
@@ -1351,6 +1351,30 @@ def _(m: Model) -> None:
             if acts:
                 bad.append(f"{fn} is off but {src} grants {acts}")
     assert not bad, f"[{combination(m)}] " + "; ".join(bad)
+
+
+@check("the optional Valkey cache: off by default; with ValkeyCache=true, reached only from CacheClientSecurityGroup on 6379-6380, in the given subnets, its URL rediss://", per_function=False)
+def _(m: Model) -> None:
+    params = m.t.get("Parameters", {})
+    assert str(params.get("ValkeyCache", {}).get("Default")) == "false", "ValkeyCache must default to false (a cache is billed while it exists)"
+    if not m.defaults.condition("HasValkeyCache"):
+        left = sorted({"CacheClientSecurityGroup", "CacheSecurityGroup", "IdempotencyCache"} & set(m.res))
+        assert not left, f"ValkeyCache=false, yet {left}"
+        return
+    ingress = as_list(m.props("CacheSecurityGroup").get("SecurityGroupIngress"))
+    assert ingress, "the cache's security group admits nothing"
+    for rule in ingress:
+        rule = m.defaults.ev(rule)
+        assert "CidrIp" not in rule and "CidrIpv6" not in rule, f"the cache admits an address range: {rule}"
+        assert rule.get("SourceSecurityGroupId") == {"Ref": "CacheClientSecurityGroup"}, f"the cache admits {rule}"
+        assert (str(rule.get("IpProtocol")), int(rule.get("FromPort")), int(rule.get("ToPort"))) == ("tcp", 6379, 6380), f"the cache's ports: {rule}"
+    cache = m.props("IdempotencyCache")
+    assert cache.get("Engine") == "valkey", f"engine {cache.get('Engine')!r}"
+    assert cache.get("SecurityGroupIds") == [{"Ref": "CacheSecurityGroup"}], f"the cache's groups: {cache.get('SecurityGroupIds')}"
+    given = m.defaults.ev({"Ref": "CacheSubnetIds"})
+    assert given and cache.get("SubnetIds") == given, f"the cache's subnets: {cache.get('SubnetIds')}, not CacheSubnetIds"
+    url = m.t.get("Outputs", {}).get("ValkeyCacheUrl", {}).get("Value", {})
+    assert str(url.get("Fn::Sub", "")).startswith("rediss://"), f"ValkeyCacheUrl {url}: ElastiCache Serverless speaks TLS only"
 
 
 def main(argv: list[str]) -> int:

@@ -94,6 +94,9 @@ policy_checks() {  # translation, Key=Value...
 lint_and_translate "$TEMPLATE" "$TRANSLATED"
 step "policy checks on the translated template"
 policy_checks "$TRANSLATED"
+step "policy checks on the translated template with the optional Valkey cache on"
+policy_checks "$TRANSLATED" ValkeyCache=true CacheVpcId=vpc-0123456789abcdef0 \
+  CacheSubnetIds=subnet-0123456789abcdef0,subnet-0fedcba9876543210
 
 # Every deployment the functions' Deploy* parameters allow (2^n: all on,
 # all off, and every mix), each function under functions/ switched by its

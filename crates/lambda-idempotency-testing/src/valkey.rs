@@ -101,7 +101,7 @@ impl ValkeyServer {
             // server binds it; the server then exits, and is started again
             // on another port.
             for _ in 0..3 {
-                server.port = free_port()?;
+                server.port = free_port(cluster)?;
                 match server.spawn() {
                     Err(e) => {
                         missing.push(format!("{program}: {e}"));
@@ -163,9 +163,16 @@ impl ValkeyServer {
                 .arg("--tls-ca-cert-file")
                 .arg(self.dir.join("ca.crt"));
         }
+        // A TLS server also listens on 127.0.0.2, a name its certificate
+        // does not carry, for a test that the name is checked.
+        let bind: &[&str] = if self.tls {
+            &["--bind", "127.0.0.1", "127.0.0.2"]
+        } else {
+            &["--bind", "127.0.0.1"]
+        };
         command
             .args(listen)
-            .args(["--bind", "127.0.0.1"])
+            .args(bind)
             .args(["--save", ""])
             .args(persistence)
             .arg("--dir")
@@ -266,9 +273,9 @@ impl ValkeyServer {
 }
 
 /// A cluster of real servers (cluster mode, no replicas), every hash slot
-/// assigned, as a node-based ElastiCache cluster in cluster mode or
-/// ElastiCache Serverless serves: a key lives on one node, and a node
-/// answers a key of another's with `MOVED`. Its nodes are killed when it
+/// assigned, as a node-based ElastiCache cluster in cluster mode serves
+/// one: a key lives on one node, and a node answers a key of another's
+/// with `MOVED`. Its nodes are killed when it
 /// is dropped.
 #[derive(Debug)]
 pub struct ValkeyCluster {
@@ -303,7 +310,8 @@ impl ValkeyCluster {
             .map_err(|e| ValkeyStartError(format!("{cli} could not be run: {e}")))?;
         if !out.status.success() {
             return Err(ValkeyStartError(format!(
-                "{cli} --cluster create failed: {}",
+                "{cli} --cluster create failed: {} {}",
+                String::from_utf8_lossy(&out.stdout).trim(),
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
@@ -353,12 +361,21 @@ impl ValkeyCluster {
     }
 }
 
-/// A loopback port nobody listened on a moment ago.
-fn free_port() -> Result<u16, ValkeyStartError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| ValkeyStartError(format!("no free port: {e}")))
+/// A loopback port nobody listened on a moment ago. A cluster node also
+/// listens on its port + 10000 (its bus), so for one the port is below
+/// 55536.
+fn free_port(cluster: bool) -> Result<u16, ValkeyStartError> {
+    let highest = if cluster { 55_535 } else { u16::MAX };
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| ValkeyStartError(format!("no free port: {e}")))?;
+        if port <= highest {
+            return Ok(port);
+        }
+    }
+    Err(ValkeyStartError(format!("no free port below {highest}")))
 }
 
 /// A CA and a server certificate it signed (127.0.0.1 and localhost), in

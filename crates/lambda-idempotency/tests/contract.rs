@@ -716,6 +716,68 @@ async fn valkey_cluster_keys_live_on_every_node_and_each_is_served_there() {
         per_node.iter().all(|&n| n > 0),
         "every node holds some keys: {per_node:?}"
     );
+
+    // The store learned which node serves which slot: a replay of every
+    // key now goes straight to its node, one SET each, none refused with
+    // MOVED (which counts as a rejected call).
+    for url in b.cluster.urls() {
+        let mut conn = connect(&url).await;
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .exec_async(&mut conn)
+            .await
+            .expect("CONFIG RESETSTAT");
+    }
+    for key in &keys {
+        let replay = store.claim(&claim(key, "f", "a3", now + 2)).await;
+        assert!(
+            matches!(replay, Ok(Claimed::Refused(Refusal::Completed(_)))),
+            "{key}: {replay:?}"
+        );
+    }
+    let (mut calls, mut rejected) = (0, 0);
+    for url in b.cluster.urls() {
+        let (c, r) = set_calls(&mut connect(&url).await).await;
+        calls += c;
+        rejected += r;
+    }
+    assert_eq!(
+        (calls, rejected),
+        (keys.len() as u64, 0),
+        "SET calls, MOVED"
+    );
+}
+
+async fn connect(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("a client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a connection")
+}
+
+/// `SET`'s calls and rejected calls (a `MOVED` answer is one) since the
+/// last `CONFIG RESETSTAT`, from `INFO commandstats`.
+async fn set_calls(conn: &mut redis::aio::MultiplexedConnection) -> (u64, u64) {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .expect("INFO commandstats");
+    let Some(stats) = info
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_set:"))
+    else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        stats
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (field("calls"), field("rejected_calls"))
 }
 
 /// The fault test: the server is killed mid-run and restarted. A call
@@ -852,8 +914,9 @@ async fn valkey_a_claim_or_a_replay_is_one_command() {
 }
 
 /// TLS (`rediss://`): a server whose certificate a private CA signed is
-/// reached when that CA is trusted, and refused otherwise: by the system's
-/// roots, by another CA's, and over plain RESP.
+/// reached when that CA is trusted and the server is named as its
+/// certificate names it, and refused otherwise: by another name, by the
+/// system's roots, by another CA's, and over plain RESP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn valkey_over_tls_trusts_only_the_roots_it_is_given() {
     let start = || async {
@@ -884,6 +947,13 @@ async fn valkey_over_tls_trusts_only_the_roots_it_is_given() {
     let system_roots = ValkeyConfig::new(&server.url()).expect("a URL");
     let answer = refused(system_roots).await;
     assert!(answer.is_err(), "the system's roots: {answer:?}");
+
+    // The right CA, but a name the server's certificate does not carry.
+    let other_name = ValkeyConfig::new(&server.url().replacen("127.0.0.1", "127.0.0.2", 1))
+        .and_then(|c| c.root_certificates(&server.root_certificate().expect("a CA")))
+        .expect("a config");
+    let answer = refused(other_name).await;
+    assert!(answer.is_err(), "a name the certificate lacks: {answer:?}");
 
     let other = start().await;
     let other_ca = other.root_certificate().expect("a TLS server's CA");

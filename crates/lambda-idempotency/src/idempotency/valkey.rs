@@ -56,14 +56,22 @@
 //!
 //! Every step of a call touches one key, whose hash tag puts it in one
 //! slot, so a call runs on the one node that serves that slot. The store
-//! connects to its URL's node (a configuration endpoint) and, when a node
-//! answers `MOVED`, remembers which node serves that slot and runs the
-//! step again there (nothing was done on a `MOVED`); each node has its own
-//! pool. A connection error forgets what it learned, so a failover's new
-//! layout is learned again. `ASK` (a slot being migrated) is answered as
-//! a retryable [`StoreError::Server`]: the message is redelivered, not
-//! followed mid-migration. Tested against a three-node cluster in cluster
-//! mode (the contract suite runs on it too).
+//! starts with its URL's node (give it the cluster's configuration
+//! endpoint, whose name resolves to a live node: a single node's address
+//! makes that node a single point of failure). The first `MOVED` answer
+//! has the store read the cluster's slot map (`CLUSTER SLOTS`) and run
+//! the step again on the right node (nothing was done on a `MOVED`); each
+//! node has its own pool. A node that cannot be reached, or whose
+//! connection fails, is forgotten with its slots, so a failover's new
+//! layout is learned again from the URL's node. `ASK` (a slot being
+//! migrated) is answered as a retryable [`StoreError::Server`]: the
+//! message is redelivered, not followed mid-migration. With TLS, a node
+//! is reached by the name the cluster gives for it, which its certificate
+//! must carry: ElastiCache names nodes by hostname; a self-managed
+//! cluster that names them by IP address needs the addresses in its
+//! certificates (or `cluster-preferred-endpoint-type hostname`). Tested
+//! against a three-node cluster in cluster mode (the contract suite runs
+//! on it too), without TLS.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -280,13 +288,97 @@ pub struct ValkeyStore {
 }
 
 /// The nodes this store has talked to: the one its URL names (`None`)
-/// and, in cluster mode, each node a `MOVED` answer named, with their idle
-/// connections; and which node serves each hash slot, as learned from
-/// `MOVED` (at most one entry per slot).
+/// and, in cluster mode, the nodes the cluster named, with their idle
+/// connections; and which node serves which hash slots.
 #[derive(Default)]
 struct Nodes {
     idle: HashMap<Option<String>, Vec<MultiplexedConnection>>,
-    slots: HashMap<u16, String>,
+    /// `(first, last, node)`: the cluster's own map (`CLUSTER SLOTS`),
+    /// read when a node first answers `MOVED`, or single slots from
+    /// `MOVED` answers where it could not be read. Bounded: the ranges do
+    /// not overlap, so there are at most 16384.
+    slots: Vec<(u16, u16, String)>,
+}
+
+impl Nodes {
+    /// The node that serves `slot`, as far as known (`None`: the URL's).
+    fn node_of(&self, slot: u16) -> Option<String> {
+        self.slots
+            .iter()
+            .find(|(first, last, _)| (*first..=*last).contains(&slot))
+            .map(|(_, _, node)| node.clone())
+    }
+
+    /// `slot` is served by `node` (a `MOVED` answer says so).
+    fn learn(&mut self, slot: u16, node: String) {
+        self.slots
+            .retain(|(first, last, _)| !(*first..=*last).contains(&slot));
+        self.slots.push((slot, slot, node));
+    }
+
+    /// Forget what was learned about `node` (`None`: everything), and its
+    /// idle connections: it failed, and its slots may have moved.
+    fn forget(&mut self, node: Option<&str>) {
+        match node {
+            None => {
+                self.idle.clear();
+                self.slots.clear();
+            }
+            Some(node) => {
+                self.idle.remove(&Some(node.to_owned()));
+                self.slots.retain(|(_, _, n)| n != node);
+            }
+        }
+    }
+}
+
+/// The cluster's slot map as a node reports it (`CLUSTER SLOTS`): each
+/// range's primary as `host:port`. `None` when the node refuses the
+/// command or answers something else; a range whose primary has no known
+/// address (an empty host or `?`) is left out, to be learned from a
+/// `MOVED` answer.
+async fn cluster_slots(conn: &mut MultiplexedConnection) -> Option<Vec<(u16, u16, String)>> {
+    use redis::Value;
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    let answer: Value = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(conn)
+        .await
+        .ok()?;
+    let Value::Array(ranges) = answer else {
+        return None;
+    };
+    let mut map = Vec::with_capacity(ranges.len());
+    for range in &ranges {
+        let Value::Array(range) = range else {
+            return None;
+        };
+        let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(primary))) =
+            (range.first(), range.get(1), range.get(2))
+        else {
+            return None;
+        };
+        let (first, last) = (u16::try_from(*first).ok()?, u16::try_from(*last).ok()?);
+        if first > last || last >= SLOTS {
+            return None;
+        }
+        let host = primary
+            .first()
+            .and_then(text)
+            .filter(|h| !h.is_empty() && h != "?");
+        let port = match primary.get(1) {
+            Some(Value::Int(port)) => u16::try_from(*port).ok(),
+            _ => None,
+        };
+        if let (Some(host), Some(port)) = (host, port) {
+            map.push((first, last, format!("{host}:{port}")));
+        }
+    }
+    Some(map)
 }
 
 /// The cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the
@@ -461,10 +553,15 @@ macro_rules! routed {
             code: "MOVED".into(),
         });
         for _ in 0..=MAX_REDIRECTS {
-            let node = store.nodes().slots.get(&slot).cloned();
+            let node = store.nodes().node_of(slot);
             let mut conn = match store.checkout(node.as_deref()).await {
                 Ok(conn) => conn,
                 Err(e) => {
+                    // A node that cannot be reached may have failed over:
+                    // its slots are asked of the URL's node again.
+                    if node.is_some() && matches!(e, StoreError::Network | StoreError::Timeout) {
+                        store.nodes().forget(node.as_deref());
+                    }
                     answer = Err(e);
                     break;
                 }
@@ -472,8 +569,18 @@ macro_rules! routed {
             let $conn = &mut conn;
             let result = $op.await;
             if let Some((moved, addr)) = moved_to(&result) {
-                // The connection is dropped: a WATCH may be left on it.
-                store.nodes().slots.insert(moved, addr);
+                // The whole map at once (one MOVED per node, not per
+                // slot), then this answer, which is the latest word on
+                // its slot. The connection is then dropped: a WATCH may
+                // be left on it.
+                let map = cluster_slots(&mut conn).await;
+                let mut nodes = store.nodes();
+                if let Some(map) = map {
+                    nodes.slots = map;
+                }
+                if nodes.node_of(moved).as_deref() != Some(addr.as_str()) {
+                    nodes.learn(moved, addr);
+                }
                 continue;
             }
             answer = store.finish(node, conn, result);
@@ -668,11 +775,10 @@ impl ValkeyStore {
             Err(Fail::Redis(e)) => {
                 let e = store_error(&e);
                 if matches!(e, StoreError::Network | StoreError::Timeout) {
-                    // A node that restarted broke its connections, and a
+                    // A node that restarted broke its connections (and
+                    // a standalone server's restart broke them all); a
                     // cluster whose node failed moved its slots.
-                    let mut nodes = self.nodes();
-                    nodes.idle.clear();
-                    nodes.slots.clear();
+                    self.nodes().forget(node.as_deref());
                 }
                 Err(e)
             }
