@@ -3,6 +3,9 @@
 //! the Idempotency-Key layer, and the items they leave.
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_idempotency::http::{Scope, body_fingerprint, record_key};
+use lambda_idempotency::idempotency::{Claim, Claimed, IdempotencyStore};
+use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency::{Function, Settings};
 use lambda_idempotency_testing::lambda_http::http::Method;
 use lambda_idempotency_testing::lambda_http::tower::ServiceExt;
@@ -20,6 +23,8 @@ struct Db {
     client: aws_sdk_dynamodb::Client,
     table: String,
     api: ApiService,
+    /// The API's idempotency records, for a test that holds a key.
+    store: IdempotencyStore,
 }
 
 impl Db {
@@ -31,8 +36,8 @@ impl Db {
         // The layout template.yaml gives the idempotency table.
         create_table(&client, &keys, "id").await.expect("create idempotency table");
         let store = idempotency_store(client.clone(), &keys).expect("store");
-        let api = Api::new(client.clone(), table.clone()).with_idempotency(store);
-        Db { client, table, api }
+        let api = Api::new(client.clone(), table.clone()).with_idempotency(store.clone());
+        Db { client, table, api, store }
     }
 
     async fn send(&self, request: HttpApiRequest) -> Response<Body> {
@@ -134,6 +139,30 @@ async fn a_key_reused_with_another_body_is_422() {
     assert_eq!(reused.status(), 422);
     assert!(reused.headers().get("idempotent-replayed").is_none());
     assert_eq!(db.count().await, 1, "the service did not run for the other body");
+}
+
+#[tokio::test]
+async fn a_request_while_its_key_is_in_flight_is_409_and_nothing_is_written() {
+    let db = Db::new().await;
+    // The same request's first attempt holds the key: its invocation is
+    // still running (or crashed, until its lease ends).
+    let key = record_key(&Scope::Iam(CALLER.to_owned()), "k-busy");
+    let request = post(Some("k-busy"), "{}").build().expect("request");
+    let fingerprint = body_fingerprint(&request).expect("a fingerprint");
+    let now = epoch_ms();
+    let first = Claim {
+        key: &key,
+        fingerprint: &fingerprint,
+        attempt: "the-first-attempt",
+        lease_until_ms: now + 5_000,
+        now_ms: now,
+    };
+    assert_eq!(db.store.claim(&first).await, Ok(Claimed::Held));
+
+    let busy = db.send(post(Some("k-busy"), "{}")).await;
+    assert_eq!(busy.status(), 409);
+    assert!(busy.headers().get("retry-after").is_some(), "when to retry");
+    assert_eq!(db.count().await, 0, "the service did not run");
 }
 
 #[tokio::test]
