@@ -25,9 +25,10 @@
 use std::fmt;
 use std::future::Future;
 
+use super::Claimed;
 use super::store::{Claim, IdempotencyOptions, IdempotencyStore};
-use super::{Claimed, StoreError};
 use crate::error::ConfigError;
+use crate::error::StoreError;
 
 pub(super) mod sealed {
     use super::IdempotencyOptions;
