@@ -234,6 +234,18 @@ pub fn by_code(code: String, status: u16) -> StoreError {
     }
 }
 
+/// A request the SDK's builder refused (a required field left unset, as
+/// `Put::builder().build()` without a table): the error a
+/// `TransactWriteItem` or an `Update` built by hand converts to with `?`,
+/// the same as [`transport_error`]'s for a request that could not be built.
+impl From<aws_sdk_dynamodb::error::BuildError> for StoreError {
+    fn from(_: aws_sdk_dynamodb::error::BuildError) -> Self {
+        StoreError::Client {
+            code: "ConstructionFailure".into(),
+        }
+    }
+}
+
 /// Errors that never reached a DynamoDB verdict: timeouts, connections,
 /// unreadable responses, requests that could not be built.
 pub fn transport_error<E, R>(err: &SdkError<E, R>) -> StoreError {
@@ -251,6 +263,23 @@ pub fn transport_error<E, R>(err: &SdkError<E, R>) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A builder that refused (a `Put` without its table) is a client
+    /// error with `?`, never a panic and never retried.
+    #[test]
+    fn a_request_the_builder_refused_is_a_construction_failure() {
+        let refused = aws_sdk_dynamodb::types::Put::builder()
+            .build()
+            .expect_err("a Put needs a table");
+        let e = StoreError::from(refused);
+        assert_eq!(
+            e,
+            StoreError::Client {
+                code: "ConstructionFailure".into()
+            }
+        );
+        assert!(!e.is_retryable());
+    }
 
     #[test]
     fn numbers_read_exactly_at_any_width_and_errors_name_the_attribute_only() {

@@ -186,9 +186,7 @@ impl OrderStore {
             .set_expression_attribute_values(Some(e.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .map_err(|_| StoreError::Client {
-                code: "ConstructionFailure".into(),
-            })
+            .map_err(StoreError::from)
     }
 
     /// The order as the read side shows it (`GET /orders/{orderId}`), or

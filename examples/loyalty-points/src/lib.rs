@@ -134,10 +134,7 @@ pub async fn redeem(
                 .table_name(table)
                 .item("customerId", Av::S(format!("voucher#{}", v.voucher_id)))
                 .item("credited", Av::N(v.points.to_string()))
-                .build()
-                .map_err(|_| StoreError::Client {
-                    code: "ConstructionFailure".into(),
-                })?;
+                .build()?;
             Ok((
                 v.points,
                 vec![TransactWriteItem::builder().put(credit).build()],

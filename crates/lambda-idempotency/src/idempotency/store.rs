@@ -537,11 +537,7 @@ impl IdempotencyStore {
         let key = self.stored_key(c.key);
         self.fits(c, &key, output)?;
         let (_, update) = self.completing(c, &key, output);
-        let built = update(Update::builder().table_name(&self.table.name))
-            .build()
-            .map_err(|_| StoreError::Client {
-                code: "ConstructionFailure".into(),
-            })?;
+        let built = update(Update::builder().table_name(&self.table.name)).build()?;
         Ok(TransactWriteItem::builder().update(built).build())
     }
 
