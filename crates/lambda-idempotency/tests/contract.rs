@@ -18,8 +18,9 @@ use lambda_http::tower::{Layer, ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
 use lambda_idempotency::http::{AuthMode, IdempotencyLayer, Scope, body_fingerprint, record_key};
 use lambda_idempotency::idempotency::{
-    Claim, Claimed, IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
-    Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyConfig, ValkeyStore,
+    Claim, Claimed, IamAuth, IdempotencyError, IdempotencyOptions, IdempotencyStore,
+    IdempotencyTable, Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyConfig,
+    ValkeyStore,
 };
 use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency::{ConfigError, StoreError};
@@ -1003,4 +1004,61 @@ fn valkey_root_certificates_are_checked_when_configured() {
         );
         assert!(!refused.to_string().contains("secret"), "{what}: {refused}");
     }
+}
+
+/// ElastiCache's IAM authentication, as a server sees it: with the
+/// `default` user closed, the store authenticates each new connection as
+/// the IAM user, with a token for a password, and works; without it the
+/// store is refused. (The token's signature is checked against botocore's
+/// in the `iam` module's tests: a test server cannot verify it, so its
+/// user here takes any password.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_iam_auth_connects_as_its_user() {
+    let server = Valkey::start().await;
+    let url = server.server.url();
+    let mut admin = connect(&url).await;
+    for args in [
+        &["SETUSER", "iam-user-01", "on", "nopass", "~*", "+@all"][..],
+        &["SETUSER", "default", "resetpass", ">admin-only"][..],
+    ] {
+        redis::cmd("ACL")
+            .arg(args)
+            .exec_async(&mut admin)
+            .await
+            .expect("ACL SETUSER");
+    }
+    let sdk = aws_config::SdkConfig::builder()
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"),
+            ),
+        )
+        .build();
+    let auth = IamAuth::new(&sdk, "iam-user-01", "My-Cache").expect("valid");
+    let config = ValkeyConfig::new(&url).expect("a URL").iam_auth(auth);
+    let store = ValkeyStore::new(config, options()).expect("valid options");
+    store.ping().await.expect("authenticated as the IAM user");
+    let now = epoch_ms();
+    assert_eq!(
+        store.claim(&claim("k", "f", "a1", now)).await,
+        Ok(Claimed::Held)
+    );
+
+    let with_password = url.replacen("redis://", "redis://default:admin-only@", 1);
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut connect(&with_password).await)
+        .await
+        .expect("CLIENT LIST");
+    assert!(
+        clients.lines().any(|c| c.contains(" user=iam-user-01 ")),
+        "{clients}"
+    );
+
+    let refused = server.store(options()).ping().await;
+    assert!(
+        matches!(refused, Err(StoreError::AccessDenied { .. })),
+        "{refused:?}"
+    );
 }

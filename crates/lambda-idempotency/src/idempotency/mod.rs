@@ -62,6 +62,8 @@ mod cache;
 mod canonical;
 mod decision;
 mod function;
+#[cfg(feature = "valkey")]
+mod iam;
 mod persistence;
 mod store;
 #[cfg(feature = "valkey")]
@@ -77,7 +79,10 @@ pub use function::{IdempotencyError, Idempotent, LeaseEnd, NotStored};
 pub use persistence::Persistence;
 #[cfg(feature = "valkey")]
 #[cfg_attr(docsrs, doc(cfg(feature = "valkey")))]
-pub use valkey::{ValkeyConfig, ValkeyStore};
+pub use {
+    iam::IamAuth,
+    valkey::{ValkeyConfig, ValkeyStore},
+};
 
 pub use store::{
     Claim, IdempotencyOptions, IdempotencyStore, IdempotencyTable, LegacyOutput, MAX_ITEM_BYTES,

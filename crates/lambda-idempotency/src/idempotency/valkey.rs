@@ -47,10 +47,10 @@
 //! checked. A TLS store installs aws-lc-rs as rustls's process-wide
 //! crypto provider unless the process installed one first. AUTH with a
 //! username and password ([`ValkeyConfig::credentials`], or in the URL).
-//! ElastiCache's IAM authentication is a password that is a signed token
-//! valid 15 minutes: not built in; pass a token as the password of a
-//! store built per cold start, which serves a Lambda environment's usual
-//! lifetime only if it is rebuilt before the token's.
+//! ElastiCache's IAM authentication ([`ValkeyConfig::iam_auth`],
+//! [`IamAuth`]): each new connection presents a token signed with the
+//! function's own credentials (SigV4, the SDK's signer), made at most 10
+//! minutes before, so no password is stored anywhere.
 //!
 //! # Cluster mode
 //!
@@ -83,6 +83,7 @@ use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisError};
 use serde::{Deserialize, Serialize};
 
 use super::cache::Cache;
+use super::iam::IamAuth;
 use super::persistence::{Persistence, sealed};
 use super::store::{
     Claim, DEFAULT_KEY_ATTRIBUTE, DEFAULT_TTL_ATTRIBUTE, IdempotencyOptions, completed_fits,
@@ -117,6 +118,8 @@ pub struct ValkeyConfig {
     /// PEM certificates trusted instead of the system's (a server whose
     /// certificate a private CA signed).
     root_certificates: Option<Vec<u8>>,
+    /// ElastiCache IAM authentication: a fresh token per new connection.
+    iam: Option<IamAuth>,
     connect_timeout: Duration,
     response_timeout: Duration,
 }
@@ -127,6 +130,7 @@ impl fmt::Debug for ValkeyConfig {
             .field("tls", &self.url.starts_with("rediss://"))
             .field("auth", &(self.password.is_some() || self.url.contains('@')))
             .field("own_roots", &self.root_certificates.is_some())
+            .field("iam", &self.iam)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
             .finish_non_exhaustive()
@@ -161,6 +165,7 @@ impl ValkeyConfig {
             username: None,
             password: None,
             root_certificates: None,
+            iam: None,
             connect_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_millis(500),
         })
@@ -171,6 +176,16 @@ impl ValkeyConfig {
     pub fn credentials(mut self, username: Option<&str>, password: &str) -> Self {
         self.username = username.map(str::to_owned);
         self.password = Some(password.to_owned());
+        self
+    }
+
+    /// Authenticate with ElastiCache's IAM authentication: each new
+    /// connection presents the user of `auth` with a token signed by the
+    /// function's own credentials (see [`IamAuth`]); overrides
+    /// [`credentials`](Self::credentials). ElastiCache accepts IAM only
+    /// over TLS, so use a `rediss://` URL.
+    pub fn iam_auth(mut self, auth: IamAuth) -> Self {
+        self.iam = Some(auth);
         self
     }
 
@@ -713,10 +728,23 @@ impl ValkeyStore {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.config.connect_timeout))
             .set_response_timeout(Some(self.config.response_timeout));
-        let client = match node {
+        let mut client = match node {
             None => self.client.clone(),
             Some(addr) => self.node_client(addr)?,
         };
+        if let Some(iam) = &self.config.iam {
+            // A token is checked when a connection authenticates: each new
+            // connection presents one that is at most 10 minutes old.
+            let token = iam.token().await?;
+            let info = client.get_connection_info().clone();
+            let settings = info
+                .redis_settings()
+                .clone()
+                .set_username(iam.user_id())
+                .set_password(token);
+            client =
+                Client::open(info.set_redis_settings(settings)).map_err(|e| store_error(&e))?;
+        }
         client
             .get_multiplexed_async_connection_with_config(&config)
             .await
