@@ -398,11 +398,7 @@ pub async fn process<H: Handler>(
     records: &[H::Record],
     deadline: Instant,
 ) -> BatchReport<H::Verdict, H::Failure> {
-    let budget = deadline.saturating_duration_since(Instant::now());
-    let starved = (!records.is_empty() && budget <= settings.deadline_margin).then_some(Starved {
-        budget_ms: budget.as_millis() as u64,
-        margin_ms: settings.deadline_margin.as_millis() as u64,
-    });
+    let starved = starved(records.len(), deadline, settings);
     let strict = H::Record::strict_order(records);
     // Parse first, then apply: a bad body is settled here and never blocks a
     // good one (except behind it in its own FIFO group).
@@ -412,8 +408,56 @@ pub async fn process<H: Handler>(
         .iter()
         .map(|ev| ev.as_ref().ok().map(|e| handler.key(e)))
         .collect();
-
     let mut outcomes: Vec<Option<Outcome<H>>> = vec![None; records.len()];
+    let groups = group(handler, records, &parsed, &keys, strict, &mut outcomes);
+
+    let ctx = GroupRun {
+        handler,
+        records,
+        parsed: &parsed,
+        strict,
+        settings,
+        cx: BatchContext::new(
+            deadline
+                .checked_sub(settings.deadline_margin)
+                .unwrap_or(deadline),
+        ),
+    };
+    let mut done = futures_util::stream::iter(groups)
+        .map(|g| ctx.run_group(g))
+        .buffer_unordered(settings.max_concurrency.max(1));
+    while let Some(group_outcomes) = done.next().await {
+        for (i, o) in group_outcomes {
+            outcomes[i] = Some(o);
+        }
+    }
+    drop(done);
+    report(&ctx.cx, starved, records, keys, outcomes)
+}
+
+/// Whether the batch starts with no time for any record: the budget to the
+/// deadline is within the margin kept for the answer.
+fn starved(records: usize, deadline: Instant, settings: BatchSettings) -> Option<Starved> {
+    let budget = deadline.saturating_duration_since(Instant::now());
+    (records > 0 && budget <= settings.deadline_margin).then_some(Starved {
+        budget_ms: budget.as_millis() as u64,
+        margin_ms: settings.deadline_margin.as_millis() as u64,
+    })
+}
+
+/// The groups the batch runs as (record indexes, each group in the order
+/// it applies): a FIFO queue's message groups when the source is strictly
+/// ordered, else the handler's keys, sorted by rank unless the source
+/// orders them. A record with no key (its event could not be read) is
+/// settled `Invalid` here, in `outcomes`, and logged.
+fn group<H: Handler>(
+    handler: &H,
+    records: &[H::Record],
+    parsed: &[Result<H::Event, ParseError>],
+    keys: &[Option<String>],
+    strict: bool,
+    outcomes: &mut [Option<Outcome<H>>],
+) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut group_of: HashMap<String, usize> = HashMap::new();
     for (i, record) in records.iter().enumerate() {
@@ -453,33 +497,24 @@ pub async fn process<H: Handler>(
             g.sort_by_key(|&i| parsed[i].as_ref().map(|e| handler.rank(e)).ok());
         }
     }
+    groups
+}
 
-    let ctx = GroupRun {
-        handler,
-        records,
-        parsed: &parsed,
-        strict,
-        settings,
-        cx: BatchContext::new(
-            deadline
-                .checked_sub(settings.deadline_margin)
-                .unwrap_or(deadline),
-        ),
-    };
-    let mut done = futures_util::stream::iter(groups)
-        .map(|g| ctx.run_group(g))
-        .buffer_unordered(settings.max_concurrency.max(1));
-    while let Some(group_outcomes) = done.next().await {
-        for (i, o) in group_outcomes {
-            outcomes[i] = Some(o);
-        }
-    }
-    drop(done);
-
+/// One report per record, in arrival order, with the batch's counters.
+fn report<R: BatchRecord, V, F>(
+    cx: &BatchContext,
+    starved: Option<Starved>,
+    records: &[R],
+    keys: Vec<Option<String>>,
+    outcomes: Vec<Option<RecordOutcome<V, F>>>,
+) -> BatchReport<V, F>
+where
+    F: From<StoreError>,
+{
     BatchReport {
         starved,
-        cache_hits: ctx.cx.cache_hits.load(Ordering::Relaxed),
-        cache_misses: ctx.cx.cache_misses.load(Ordering::Relaxed),
+        cache_hits: cx.cache_hits.load(Ordering::Relaxed),
+        cache_misses: cx.cache_misses.load(Ordering::Relaxed),
         visibility: VisibilityTally::default(),
         records: records
             .iter()
