@@ -8,10 +8,11 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use aws_config::SdkConfig;
 use aws_credential_types::Credentials;
+use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_sigv4::http_request::{
     SignableBody, SignableRequest, SignatureLocation, SigningSettings, sign,
@@ -36,8 +37,9 @@ pub struct IamAuth {
     serverless: bool,
     region: String,
     credentials: SharedCredentialsProvider,
-    /// The token in use for new connections, and when it was made.
-    token: Arc<Mutex<Option<(String, Instant)>>>,
+    /// The token in use for new connections, and the wall-clock time it
+    /// was signed at (what ElastiCache checks it against).
+    token: Arc<Mutex<Option<(String, SystemTime)>>>,
 }
 
 impl fmt::Debug for IamAuth {
@@ -88,10 +90,18 @@ impl IamAuth {
         })
     }
 
-    /// The cache is an ElastiCache Serverless cache (its token says so).
+    /// The cache is an ElastiCache Serverless cache (its token says so);
+    /// not for a node-based cache's replication group.
     pub fn serverless(mut self) -> Self {
         self.serverless = true;
+        // A token made before this is for a node-based cache.
+        self.token = Arc::default();
         self
+    }
+
+    /// Forget the token in use: the server refused it.
+    pub(crate) fn forget_token(&self) {
+        *self.token.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// The user to authenticate as.
@@ -99,38 +109,56 @@ impl IamAuth {
         &self.user_id
     }
 
-    /// A token for a new connection: the one in use while younger than 10
-    /// minutes, else a fresh one from the credentials (which the SDK's
-    /// provider caches and refreshes).
+    /// A token for a new connection: the one in use while signed less than
+    /// 10 minutes ago by the wall clock (which ElastiCache checks it by,
+    /// and which a frozen Lambda environment does not stop), else a fresh
+    /// one from the credentials. The provider is asked each time a token
+    /// is made (the SDK's default chain reads the function's role from
+    /// its environment variables on Lambda).
     pub(crate) async fn token(&self) -> Result<String, StoreError> {
         let held = self
             .token
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let Some((token, made)) = held
-            && made.elapsed() < TOKEN_REUSE
+        if let Some((token, signed)) = held
+            && SystemTime::now()
+                .duration_since(signed)
+                .is_ok_and(|age| age < TOKEN_REUSE)
         {
             return Ok(token);
         }
-        let credentials =
-            self.credentials
-                .provide_credentials()
-                .await
-                .map_err(|_| StoreError::AccessDenied {
-                    code: "NoCredentials".into(),
-                })?;
+        let credentials = self
+            .credentials
+            .provide_credentials()
+            .await
+            .map_err(|e| credentials_error(&e))?;
+        let now = SystemTime::now();
         let token = connect_token(
             &self.user_id,
             &self.cache_name,
             self.serverless,
             &self.region,
             credentials,
-            SystemTime::now(),
+            now,
         )?;
-        *self.token.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((token.clone(), Instant::now()));
+        *self.token.lock().unwrap_or_else(PoisonError::into_inner) = Some((token.clone(), now));
         Ok(token)
+    }
+}
+
+/// Why the credentials could not be had: a provider that timed out or
+/// failed is retried like a network failure; none configured, or a
+/// configuration it cannot use, is an access problem. Logged at debug:
+/// the provider's message names the source, never a secret.
+fn credentials_error(e: &CredentialsError) -> StoreError {
+    tracing::debug!(error = %e, "no AWS credentials for the IAM token");
+    match e {
+        CredentialsError::ProviderTimedOut(_) => StoreError::Timeout,
+        CredentialsError::ProviderError(_) => StoreError::Network,
+        _ => StoreError::AccessDenied {
+            code: "NoCredentials".into(),
+        },
     }
 }
 
@@ -221,6 +249,36 @@ mod tests {
             })
             .collect();
         (host.to_owned(), params)
+    }
+
+    /// A provider that timed out or failed is retried; no credentials at
+    /// all is an access problem, not retried.
+    #[test]
+    fn missing_credentials_are_classified_by_cause() {
+        let cases = [
+            (
+                CredentialsError::provider_timed_out(Duration::from_secs(5)),
+                StoreError::Timeout,
+            ),
+            (
+                CredentialsError::provider_error("IMDS answered 500"),
+                StoreError::Network,
+            ),
+            (
+                CredentialsError::not_loaded("no provider"),
+                StoreError::AccessDenied {
+                    code: "NoCredentials".into(),
+                },
+            ),
+        ];
+        for (e, want) in cases {
+            let got = credentials_error(&e);
+            assert_eq!(got, want);
+            assert_eq!(
+                got.is_retryable(),
+                !matches!(want, StoreError::AccessDenied { .. })
+            );
+        }
     }
 
     /// Known answers from an independent implementation: botocore's

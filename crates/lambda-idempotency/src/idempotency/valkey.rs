@@ -130,7 +130,7 @@ impl fmt::Debug for ValkeyConfig {
             .field("tls", &self.url.starts_with("rediss://"))
             .field("auth", &(self.password.is_some() || self.url.contains('@')))
             .field("own_roots", &self.root_certificates.is_some())
-            .field("iam", &self.iam)
+            .field("iam", &self.iam.is_some())
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
             .finish_non_exhaustive()
@@ -735,7 +735,9 @@ impl ValkeyStore {
         if let Some(iam) = &self.config.iam {
             // A token is checked when a connection authenticates: each new
             // connection presents one that is at most 10 minutes old.
-            let token = iam.token().await?;
+            let token = tokio::time::timeout(self.config.connect_timeout, iam.token())
+                .await
+                .map_err(|_| StoreError::Timeout)??;
             let info = client.get_connection_info().clone();
             let settings = info
                 .redis_settings()
@@ -745,10 +747,15 @@ impl ValkeyStore {
             client =
                 Client::open(info.set_redis_settings(settings)).map_err(|e| store_error(&e))?;
         }
-        client
+        let connected = client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| store_error(&e))
+            .map_err(|e| store_error(&e));
+        if let (Err(StoreError::AccessDenied { .. }), Some(iam)) = (&connected, &self.config.iam) {
+            // A refused token is not offered to the next connection.
+            iam.forget_token();
+        }
+        connected
     }
 
     /// A client of the cluster node at `addr` (`host:port`, as `MOVED`
