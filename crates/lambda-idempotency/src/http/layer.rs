@@ -24,7 +24,7 @@ use super::scope::{AuthMode, RoleSessions, Scope, record_key};
 use super::stored::{Answered, StoredResponse, is_stored};
 use crate::error::StoreError;
 use crate::idempotency::{
-    Claim, Claimed, IdempotencyStore, Persistence, Refusal, hashed_key, json_fingerprint,
+    Claim, Claimed, IdempotencyStore, Persistence, Refusal, hashed_key, hex, json_fingerprint,
 };
 use crate::time::{deadline_epoch_ms, epoch_ms, rfc3339, unique_id};
 
@@ -144,15 +144,6 @@ pub fn body_fingerprint(req: &Request) -> Result<String, Box<Response<Body>>> {
         Ok(fp) => Ok(fp),
         Err(_) => Ok(format!("bytes:{}", hex(&Sha256::digest(bytes)))),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// The Idempotency-Key layer (IETF httpapi draft) for `lambda_http`

@@ -309,7 +309,8 @@ fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` in lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {

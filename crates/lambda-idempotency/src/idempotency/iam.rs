@@ -18,7 +18,9 @@ use aws_sigv4::http_request::{
     SignableBody, SignableRequest, SignatureLocation, SigningSettings, sign,
 };
 use aws_sigv4::sign::v4;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
+use super::store::invalid;
 use crate::error::{ConfigError, StoreError};
 
 /// How long a token is good for (ElastiCache accepts up to 15 minutes).
@@ -211,25 +213,16 @@ pub(crate) fn connect_token(
     Ok(token)
 }
 
-/// `text` percent-encoded as SigV4 encodes a query value: every byte but
-/// the unreserved `A-Z a-z 0-9 - _ . ~`.
-fn uri_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
+/// What SigV4 leaves unencoded in a query value: `A-Z a-z 0-9 - _ . ~`.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
-fn invalid(var: &'static str, reason: &str) -> ConfigError {
-    ConfigError::Invalid {
-        var,
-        reason: reason.into(),
-    }
+/// `text` percent-encoded as SigV4 encodes a query value.
+fn uri_encode(text: &str) -> String {
+    utf8_percent_encode(text, QUERY_VALUE).to_string()
 }
 
 #[cfg(test)]

@@ -69,6 +69,8 @@ mod store;
 #[cfg(feature = "valkey")]
 mod valkey;
 
+#[cfg(feature = "http")]
+pub(crate) use canonical::hex;
 pub use canonical::{fingerprint, hashed_key, json_fingerprint};
 pub(crate) use decision::skew_ms;
 pub use decision::{

@@ -157,7 +157,9 @@ impl IdempotencyTable {
     }
 }
 
-fn invalid(var: &'static str, reason: &str) -> ConfigError {
+/// A configuration refused: `var` and what a valid one looks like (never
+/// the value). The stores' one constructor of it.
+pub(super) fn invalid(var: &'static str, reason: &str) -> ConfigError {
     ConfigError::Invalid {
         var,
         reason: reason.into(),

@@ -87,6 +87,7 @@ use super::iam::IamAuth;
 use super::persistence::{Persistence, sealed};
 use super::store::{
     Claim, DEFAULT_KEY_ATTRIBUTE, DEFAULT_TTL_ATTRIBUTE, IdempotencyOptions, completed_fits,
+    invalid,
 };
 use super::{Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live};
 use crate::error::{ConfigError, StoreError};
@@ -278,13 +279,6 @@ fn tls_roots(pem: &[u8]) -> redis::TlsCertificates {
     redis::TlsCertificates {
         client_tls: None,
         root_cert: Some(pem.to_vec()),
-    }
-}
-
-fn invalid(var: &'static str, reason: &str) -> ConfigError {
-    ConfigError::Invalid {
-        var,
-        reason: reason.into(),
     }
 }
 
