@@ -16,7 +16,11 @@ CARGO_LAMBDA  := $(VENV)/bin/cargo-lambda
 # .venv in seconds; `cargo install cargo-nextest` compiles for minutes.
 NEXTEST_VERSION := 0.9.148
 NEXTEST       := $(or $(shell command -v cargo-nextest 2>/dev/null),$(CURDIR)/$(VENV)/bin/cargo-nextest)
-NEXTEST_RUN   := PATH="$(dir $(NEXTEST)):$$PATH" cargo nextest run
+# Twice as many tests at once as the machine has cores: many of them wait
+# on sockets, timers and child processes, and with one test per core the
+# cores sat idle for a third of `make test` (docs/performance.md).
+TEST_THREADS  ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
+NEXTEST_RUN   := PATH="$(dir $(NEXTEST)):$$PATH" cargo nextest run --test-threads $(TEST_THREADS)
 EVENT         ?= events/01-happy-path.json
 TABLE_NAME    ?= orders
 DYNAMODB_PORT ?= 8000

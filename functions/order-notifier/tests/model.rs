@@ -46,7 +46,7 @@
 //! Two attempts, claim ≤ 1 s, POST ≤ 2 s, margin 1 s, clocks up to 1 s
 //! apart (the bound: not more than the margin), invocations with 1 s or
 //! 3 s before their cutoff, ticks of 1 s up to 6 s: 367,642 distinct
-//! states (1.03 M generated), depth 20, about 4 s (the function's test
+//! states (1.03 M generated), depth 20, about 3 s (the function's test
 //! build, not optimised). `make model-check-deep`: three attempts.
 //!
 //! # Outside the model

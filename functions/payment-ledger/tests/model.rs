@@ -38,8 +38,8 @@
 //! them is over what is left, whichever comes second) and `parked` (the
 //! account is in INR; a capture in USD, parked; its refund; another
 //! capture in INR): `refunds` 860,809 distinct states (4.9 M generated),
-//! depth 26, about 28 s; `parked` 1,017,408 distinct (6.1 M), depth 29,
-//! about 33 s (the function's test build, not optimised: the root's
+//! depth 26, about 18 s; `parked` 1,017,408 distinct (6.1 M), depth 29,
+//! about 21 s (the function's test build, not optimised: the root's
 //! profile optimises only the models' crate and stateright).
 //!
 //! # Outside the model
