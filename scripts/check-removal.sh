@@ -22,6 +22,9 @@
 # parameters only that used), as an adopter would remove it by hand.
 # CHECK_REMOVAL_CARGO=0: the template part alone (seconds; for work on the
 # template tooling on a machine without the warm target dir).
+# CHECK_REMOVAL_TEMPLATE=0: the cargo part alone (CI runs the template part
+# in the background beside lint, where no folder moves, and this part
+# after it).
 #
 # Fast because nothing is checked twice that need not be. The template
 # part runs on a copy (its tracked files, with their modification times).
@@ -91,12 +94,14 @@ if ((${#members[@]} == 0)); then
   exit 0
 fi
 
-failed=()
-for member in "${members[@]}"; do
-  name=${member#functions/}
+# Without $member, on a copy: the template checks and make deploy's
+# parameter check.
+template_part() {
+  local started copy log deployed
   started=$(date +%s)
   copy="$work/$name"
   rm -rf "$copy"
+
   mkdir -p "$copy"
   # The template part's copy: the tracked and untracked files, not the
   # ignored ones (target/, .venv, the stash).
@@ -110,7 +115,6 @@ for member in "${members[@]}"; do
     echo "check-removal: Cargo.toml names $member: removing it would need an edit there" >&2
     failed+=("$member (Cargo.toml names it)")
   fi
-  echo "== without $member"
   # Its template resources; then the template checks, quiet unless they
   # fail. Their output goes under the copy's target/, which cargo, with its
   # target dir elsewhere, leaves alone; so does it the .venv link (hidden).
@@ -129,7 +133,11 @@ for member in "${members[@]}"; do
   else
     echo "   template checks pass without $member ($(tail -n 1 "$log" | grep -o '[0-9]* Deploy\* combinations'); $(($(date +%s) - started)) s)"
   fi
-  [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]] && continue
+}
+
+# Without $member, in place: make lint's clippy on every target.
+cargo_part() {
+  local started checked artifacts missing
   started=$(date +%s)
   # The same check also proves the library's HTTP tests are still among
   # its targets: cargo skips a target whose required features are off
@@ -137,7 +145,8 @@ for member in "${members[@]}"; do
   # testing crate turns on; were only a function to turn it on, removing
   # that function would drop them). Read from the artifacts this one
   # invocation reports (a fresh unit is reported too), not a second build.
-  artifacts="$copy/target/artifacts.json"
+  artifacts="$work/$name.artifacts.json"
+  mkdir -p "$work"
   move_aside "$member"
   checked=0
   (cd "$root" && cargo clippy --workspace --all-targets --offline --quiet \
@@ -167,6 +176,16 @@ PY
   else
     echo "   checks without $member, ${REQUIRED_TARGETS[*]} among its targets ($(($(date +%s) - started)) s)"
   fi
+}
+
+failed=()
+for member in "${members[@]}"; do
+  name=${member#functions/}
+  echo "== without $member"
+  if [[ "${CHECK_REMOVAL_TEMPLATE:-1}" != 0 ]]; then
+    template_part
+  fi
+  [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]] || cargo_part
 done
 
 if ((${#failed[@]} > 0)); then
@@ -176,6 +195,8 @@ if ((${#failed[@]} > 0)); then
 fi
 if [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 ]]; then
   echo "check-removal: the template checks pass without each of ${members[*]} (CHECK_REMOVAL_CARGO=0: the workspace not checked)"
+elif [[ "${CHECK_REMOVAL_TEMPLATE:-1}" == 0 ]]; then
+  echo "check-removal: the workspace checks without each of ${members[*]} (CHECK_REMOVAL_TEMPLATE=0: the template not checked)"
 else
   echo "check-removal: each of ${members[*]} can be removed alone"
 fi

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::batch::{self, BatchError, BatchReport, Handler};
 use crate::config::{BatchSettings, KeyOrder, Settings, Telemetry, WholeBatchFailure};
+use crate::error::ConfigError;
 use crate::metrics;
 use crate::outcome::Verdict;
 use crate::records::{BatchEvent, BatchRecord, StrictInput};
@@ -94,13 +95,16 @@ pub enum BuildError {
     /// `build` was called before `name`.
     #[error("the function has no name: call FunctionBuilder::name")]
     MissingName,
-    /// `build` was called before `settings`.
-    #[error("the function has no settings: call FunctionBuilder::settings")]
-    MissingSettings,
+    /// No [`settings`](FunctionBuilder::settings) were given, and those
+    /// read from the environment are invalid (the variable and what it
+    /// must be, never its value).
+    #[error(transparent)]
+    Settings(#[from] ConfigError),
 }
 
 /// Builds a [`Function`] from another crate:
-/// `Function::builder(handler).name("Points").settings(settings).build()?`.
+/// `Function::builder(handler).name("Points").build()?` (its settings read
+/// from the environment), or `.settings(settings)` before `build`.
 #[derive(Debug)]
 pub struct FunctionBuilder<H> {
     handler: H,
@@ -140,8 +144,11 @@ impl<H: Handler> FunctionBuilder<H> {
         self
     }
 
-    /// How its batches run and where its metrics go
-    /// ([`Settings::from_env`], or [`Settings::from_lookup`] in tests).
+    /// How its batches run and where its metrics go. Without it,
+    /// [`build`](Self::build) reads them from the environment, as
+    /// `Settings::from_env(name, name)` does (the function's name is then
+    /// the default metrics namespace and service); give them to read
+    /// other defaults, or through [`Settings::from_lookup`] in tests.
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = Some(settings);
         self
@@ -157,9 +164,15 @@ impl<H: Handler> FunctionBuilder<H> {
         self
     }
 
-    /// The function, once it has a valid name and settings: the one place
-    /// a builder can fail.
+    /// The function, once it has a valid name and settings (given, or
+    /// read from the environment once, here): the one place a builder can
+    /// fail.
     pub fn build(self) -> Result<Function<H>, BuildError> {
+        self.build_from(&|var: &str| std::env::var(var).ok())
+    }
+
+    /// [`build`](Self::build), the environment read through `get`.
+    fn build_from(self, get: &impl Fn(&str) -> Option<String>) -> Result<Function<H>, BuildError> {
         let name = self.name.ok_or(BuildError::MissingName)?;
         let valid = (1..=64).contains(&name.len())
             && name.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -167,10 +180,14 @@ impl<H: Handler> FunctionBuilder<H> {
         if !valid {
             return Err(BuildError::InvalidName);
         }
+        let runtime = match self.settings {
+            Some(settings) => settings,
+            None => Settings::from_lookup(get, &name, &name)?,
+        };
         Ok(Function {
             handler: self.handler,
             error_prefix: name,
-            runtime: self.settings.ok_or(BuildError::MissingSettings)?,
+            runtime,
             #[cfg(feature = "sqs")]
             redelivery: self.redelivery,
             cold: ColdStart::default(),
@@ -471,7 +488,7 @@ mod tests {
     }
 
     #[test]
-    fn the_builder_validates_the_name_and_needs_settings() {
+    fn the_builder_validates_the_name_and_reads_missing_settings() {
         for bad in [
             "",
             "1st",
@@ -496,8 +513,33 @@ mod tests {
                 .err(),
             Some(BuildError::MissingName)
         );
-        let unset = Function::builder(Nothing).name("Orders").build();
-        assert!(matches!(unset, Err(BuildError::MissingSettings)));
+        // Without settings, they are read from the environment: the
+        // function's name is the default namespace and service, and a bad
+        // variable is the builder's error (naming it, not its value).
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(v, _)| *v == k)
+                    .map(|(_, x)| (*x).to_owned())
+            }
+        };
+        let read = Function::builder(Nothing)
+            .name("Orders")
+            .build_from(&env(&[("MAX_CONCURRENCY", "3")]));
+        let Ok(read) = read else {
+            panic!("settings read from the environment must build");
+        };
+        assert_eq!(read.settings().max_concurrency(), 3);
+        assert_eq!(read.runtime.telemetry().metrics_namespace, "Orders");
+        assert_eq!(read.runtime.telemetry().service, "Orders");
+        let bad = Function::builder(Nothing)
+            .name("Orders")
+            .build_from(&env(&[("MAX_CONCURRENCY", "lots")]));
+        let Err(BuildError::Settings(err)) = bad else {
+            panic!("an invalid variable must refuse the build");
+        };
+        assert!(err.to_string().contains("MAX_CONCURRENCY"), "{err}");
+        assert!(!err.to_string().contains("lots"), "{err}");
         let built = Function::builder(Nothing)
             .name("Orders2")
             .settings(settings())

@@ -9,7 +9,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem};
 use lambda_idempotency::dynamo::{Conditional, send_conditional};
 use lambda_idempotency::{
-    BatchContext, Handler, Idempotent, MessageRecord, ParseError, StoreError, verdicts, wire,
+    BatchContext, Handler, IdempotencyError, Idempotent, MessageRecord, ParseError, StoreError,
+    verdicts,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,7 +71,7 @@ impl<R: MessageRecord> Handler for Loyalty<R> {
     type Failure = StoreError;
 
     fn parse(&self, record: &R) -> Result<PointsEvent, ParseError> {
-        wire::from_json(Some(record.payload_str()?))
+        record.json()
     }
     /// One customer's events one after another.
     fn key(&self, event: &PointsEvent) -> String {
@@ -127,7 +128,7 @@ pub async fn redeem(
     table: &str,
     voucher: Voucher,
     deadline: u64,
-) -> Result<u64, lambda_idempotency::IdempotencyError<StoreError>> {
+) -> Result<u64, IdempotencyError<StoreError>> {
     vouchers
         .call_transact(voucher, deadline, |v| async move {
             let credit = Put::builder()

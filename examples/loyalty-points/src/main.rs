@@ -2,28 +2,22 @@
 //! `kinesis`) says which event source the function is subscribed to.
 
 use lambda_idempotency::lambda_runtime::Error;
-use lambda_idempotency::{Function, KeyOrder, KinesisMessage, Settings, SqsMessage, bootstrap};
+use lambda_idempotency::{Function, KeyOrder, KinesisMessage, SqsMessage, bootstrap};
 use loyalty_points::Loyalty;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     bootstrap::init_tracing();
-    let settings = Settings::from_env("LoyaltyPoints", "loyalty-points")?;
-    let (table, client) = (
-        std::env::var("TABLE_NAME")?,
-        bootstrap::dynamodb_client().await,
-    );
+    let table = std::env::var("TABLE_NAME")?;
+    let client = bootstrap::dynamodb_client().await;
+    // Its settings (MAX_CONCURRENCY, METRICS_NAMESPACE, ...) are read from
+    // the environment by `build`, once per cold start.
     if std::env::var("EVENT_SOURCE").as_deref() == Ok("kinesis") {
         let kinesis = Function::builder(Loyalty::<KinesisMessage>::new(client, table));
-        return kinesis
-            .name("LoyaltyPoints")
-            .settings(settings)
-            .build()?
-            .serve()
-            .await;
+        return kinesis.name("LoyaltyPoints").build()?.serve().await;
     }
     // A standard queue: a customer's failed event holds back the rest.
     let sqs = Function::builder(Loyalty::<SqsMessage>::new(client, table));
     let sqs = sqs.name("LoyaltyPoints").key_order(KeyOrder::Strict);
-    sqs.settings(settings).build()?.serve().await
+    sqs.build()?.serve().await
 }

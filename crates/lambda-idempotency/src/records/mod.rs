@@ -217,6 +217,16 @@ pub trait MessageRecord: BatchRecord {
             reason: "must be UTF-8 text",
         })
     }
+
+    /// The payload as JSON, read into any `T: Deserialize` as
+    /// [`wire::from_json`](crate::wire::from_json) reads it: within
+    /// [`MAX_BODY_BYTES`](crate::wire::MAX_BODY_BYTES), an unknown `type`
+    /// its own error, and errors that name the field at fault but never
+    /// quote a value. What a handler's [`parse`](crate::Handler::parse)
+    /// is, for most events: `record.json()`.
+    fn json<T: DeserializeOwned>(&self) -> Result<T, ParseError> {
+        crate::wire::from_json(Some(self.payload_str()?))
+    }
 }
 
 /// `{"Records": [...]}`, the event and every record read only from objects.

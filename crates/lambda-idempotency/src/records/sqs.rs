@@ -178,4 +178,29 @@ mod message_tests {
         assert_eq!(m.payload(), Ok(&b"{\"a\":1}"[..]));
         assert_eq!(m.payload_str(), Ok("{\"a\":1}"));
     }
+
+    #[test]
+    fn a_body_is_read_as_json_with_errors_that_never_quote_it() {
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        struct Points {
+            customer: String,
+            points: u64,
+        }
+        let mut m = SqsMessage::default();
+        assert_eq!(m.json::<Points>(), Err(ParseError::MissingBody));
+        m.body = Some(r#"{"customer": "c-1", "points": 5}"#.into());
+        let points = Points {
+            customer: "c-1".into(),
+            points: 5,
+        };
+        assert_eq!(m.json::<Points>(), Ok(points));
+        // The field at fault is named, its value never.
+        m.body = Some(r#"{"customer": "c-1", "points": "secret-99"}"#.into());
+        let err = m.json::<Points>().expect_err("a string is not a count");
+        assert!(err.to_string().contains("points"), "{err}");
+        assert!(!err.to_string().contains("secret-99"), "{err}");
+        m.body = Some("{\"customer\": \"c-1\"}".into());
+        let missing = m.json::<Points>().expect_err("points is required");
+        assert!(missing.to_string().contains("points"), "{missing}");
+    }
 }
