@@ -7,9 +7,9 @@
 // `Settings`, `StoreError`, the records a handler reads, `Idempotent` and
 // its store); the modules that stay public are those whose many items read
 // better with their path (`config`, `wire`, `time`, `metrics`,
-// `bootstrap`, `backoff`, `engine`: the batch engine and the Lambda event
-// types for who drives it without `Function`, and with their features
-// `dynamo`, `redelivery`, `idempotency` and `http`).
+// `bootstrap`, `backoff`, `sequence`, `engine`: the batch engine and the
+// Lambda event types for who drives it without `Function`, and with their
+// features `dynamo`, `redelivery`, `idempotency` and `http`).
 //
 // The modules form layers; a module uses only modules of lower layers
 // (`scripts/check_module_cycles.py` fails on a cycle):
@@ -19,9 +19,11 @@
 //    [`wire`] (the body reading every parser shares, [`ParseError`], the
 //    validated newtypes).
 // 2. `backoff` (how long a failed message stays invisible, per
-//    [`RetryClass`]), `records` (the Lambda events read strictly, what the
-//    batch needs of each record: [`BatchRecord`], [`BatchEvent`]; a
-//    message's bytes whatever its source: [`MessageRecord`]).
+//    [`RetryClass`]), [`sequence`] (why a write in a key's numbered
+//    sequence of events was refused, decided from the item), `records`
+//    (the Lambda events read strictly, what the batch needs of each
+//    record: [`BatchRecord`], [`BatchEvent`]; a message's bytes whatever
+//    its source: [`MessageRecord`]).
 // 3. [`config`] (the [`Settings`] every function reads the same way, and
 //    the variables' parsers), `outcome` ([`RecordOutcome`]: a verdict or
 //    one of the shared outcomes; the [`Verdict`] trait), `dynamo` (feature `dynamodb`: the client's retry
@@ -92,6 +94,7 @@ mod records;
 #[cfg(feature = "sqs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqs")))]
 pub mod redelivery;
+pub mod sequence;
 pub mod time;
 pub mod wire;
 

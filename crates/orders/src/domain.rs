@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::event::{EventKind, OrderEvent};
 use lambda_idempotency::StoreError;
+use lambda_idempotency::sequence::{self, Processed, Refusal, Turn};
 
 /// An order's status as stored in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, strum::VariantArray)]
@@ -284,83 +285,54 @@ pub fn classify_refusal(
 ) -> Result<Outcome, StoreError> {
     let kind = event.kind();
     let seq = event.seq.get();
-    let Some(cur) = current else {
-        return match kind.requires() {
-            // Nothing stored yet: the order's OrderPlaced is still on its way.
-            Requires::StatusIn(_) => Ok(Outcome::Early {
-                current: None,
+    // The decision is the library's (lambda_idempotency::sequence), shared
+    // with every consumer of a numbered sequence (the template's too); what
+    // is the order's own is how its item answers each question.
+    let turn = current.map(|cur| Turn {
+        last_seq: cur.last_event_seq,
+        allowed_now: match kind.requires() {
+            // An OrderPlaced for an order that exists is never allowed.
+            Requires::Absent => false,
+            Requires::StatusIn(from) => from.contains(&cur.status),
+        },
+    });
+    let creates = matches!(kind.requires(), Requires::Absent);
+    let processed = || current.map_or(Processed::Unknown, |cur| processed_as(event, cur));
+    Ok(
+        match sequence::classify_refusal(seq, creates, turn, processed)? {
+            Refusal::Duplicate => Outcome::Duplicate,
+            Refusal::Stale => Outcome::Stale {
+                last_seq: current.map_or(0, |cur| cur.last_event_seq),
+            },
+            Refusal::Conflict(how) => Outcome::Conflict(how),
+            Refusal::Rejected => Outcome::Rejected {
+                current: current.map(|cur| cur.status),
                 event: kind,
-            }),
-            // An order's first event is its seq 1. An OrderPlaced with a
-            // later seq (a replacement, or a producer that numbers from
-            // elsewhere) must not found the order: it would swallow seqs
-            // 1.. as Stale. Its predecessors have not been processed: wait.
-            Requires::Absent if seq > 1 => Ok(Outcome::Early {
-                current: None,
+            },
+            Refusal::Early => Outcome::Early {
+                current: current.map(|cur| cur.status),
                 event: kind,
-            }),
-            // `attribute_not_exists` failed, yet no item came back: the store
-            // did not honour ALL_OLD (or the item vanished). Retrying is safe
-            // and the next attempt will see the item.
-            Requires::Absent => Err(StoreError::RefusedWithoutItem),
-        };
-    };
-
-    // Sequence first: a processed seq is settled by the sequence and the
-    // content processed under it, whatever the status.
-    if seq <= cur.last_event_seq {
-        return Ok(classify_processed_seq(event, cur));
-    }
-    let legal_now = match kind.requires() {
-        Requires::Absent => false,
-        Requires::StatusIn(from) => from.contains(&cur.status),
-    };
-    let rejected = Outcome::Rejected {
-        current: Some(cur.status),
-        event: kind,
-    };
-    if seq == cur.last_event_seq + 1 {
-        // Its turn. Nothing can change the status before it, so an illegal
-        // transition stays illegal forever.
-        return if legal_now {
-            // The condition should have held; the item changed between the
-            // evaluation and what we were shown. Retry and look again.
-            Err(StoreError::InconsistentRefusal)
-        } else {
-            Ok(rejected)
-        };
-    }
-    // A gap: a predecessor has not been processed yet. Wait for it (Early),
-    // whatever the status, even one from which nothing can ever apply: a
-    // rejection is recorded on the order (its seq spent) and that can only
-    // happen in its turn. Rejecting here would acknowledge the event without
-    // recording it, so the final item would depend on the delivery order
-    // (delivered before its turn: forgotten; in its turn or redelivered:
-    // recorded).
-    Ok(Outcome::Early {
-        current: Some(cur.status),
-        event: kind,
-    })
+            },
+        },
+    )
 }
 
-/// `event`'s seq has been processed: the very same event again (Duplicate
-/// when it is the last one, Stale when later ones followed), or a producer
-/// bug (Conflict), decided from the content hash recorded for that seq.
-fn classify_processed_seq(event: &OrderEvent, cur: &OrderSnapshot) -> Outcome {
+/// What the order recorded under `event`'s seq (asked once that seq has
+/// been processed): another event under the last seq (by its eventId),
+/// other content under any processed seq (by the content hash kept per
+/// seq), or the same event. An item written before hashes were kept per
+/// seq has nothing to compare with.
+fn processed_as(event: &OrderEvent, cur: &OrderSnapshot) -> Processed<ConflictKind> {
     let seq = event.seq.get();
     if seq == cur.last_event_seq && event.event_id.as_str() != cur.last_event_id {
-        return Outcome::Conflict(ConflictKind::SeqTakenByOtherEvent);
+        return Processed::Differs(ConflictKind::SeqTakenByOtherEvent);
     }
     match cur.hash_of(seq) {
         Some(stored) if stored != event.content_hash() => {
-            Outcome::Conflict(ConflictKind::ChangedPayload)
+            Processed::Differs(ConflictKind::ChangedPayload)
         }
-        _ if seq == cur.last_event_seq => Outcome::Duplicate,
-        // The same content, or an item written before hashes were kept per
-        // seq (nothing to compare with): superseded.
-        _ => Outcome::Stale {
-            last_seq: cur.last_event_seq,
-        },
+        Some(_) => Processed::Same,
+        None => Processed::Unknown,
     }
 }
 

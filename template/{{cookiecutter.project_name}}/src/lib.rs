@@ -17,6 +17,7 @@ use std::time::SystemTime;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::dynamo::{Conditional, n, s, send_conditional};
+use lambda_idempotency::sequence::{self, Processed, Refusal, Turn};
 use lambda_idempotency::time::rfc3339;
 use lambda_idempotency::tracing::{self, Span, field::Empty};
 use lambda_idempotency::wire::{self, Id};
@@ -115,38 +116,31 @@ impl Stored {
 }
 
 /// Why was `event`'s write refused, given what is stored (`None`: no
-/// {{ cookiecutter.entity }} yet)? Pure. `Err` for a refusal the item cannot explain
-/// (retried: the next attempt sees the item again).
+/// {{ cookiecutter.entity }} yet)? Pure: the library's decision for numbered
+/// sequences (`lambda_idempotency::sequence`), asked with this item's
+/// answers. `Err` for a refusal the item cannot explain (retried: the next
+/// attempt sees the item again).
 pub fn classify(event: &{{ cookiecutter.__entity_type }}Event, stored: Option<&Stored>) -> Result<Outcome, StoreError> {
-    let Some(cur) = stored else {
-        // A creating event with seq 1 is refused only by an existing item.
-        return if event.kind.creates() && event.seq == 1 {
-            Err(StoreError::RefusedWithoutItem)
-        } else {
-            Ok(Outcome::Early)
-        };
+    let turn = stored.map(|cur| Turn {
+        last_seq: cur.seq,
+        allowed_now: event.kind.from().contains(&cur.status.as_str()),
+    });
+    // The eventId recorded under the event's seq: another one is a conflict.
+    let processed = || {
+        let index = usize::try_from(event.seq.saturating_sub(1)).ok();
+        match stored.zip(index).and_then(|(cur, i)| cur.event_ids.get(i)) {
+            Some(id) if id != event.event_id.as_str() => Processed::Differs(()),
+            Some(_) => Processed::Same,
+            None => Processed::Unknown,
+        }
     };
-    if event.seq <= cur.seq {
-        // Processed before: the same event, or another one under its seq.
-        let recorded = usize::try_from(event.seq - 1).ok().and_then(|i| cur.event_ids.get(i));
-        return Ok(match recorded {
-            Some(id) if id != event.event_id.as_str() => Outcome::Conflict,
-            _ if event.seq == cur.seq => Outcome::Duplicate,
-            _ => Outcome::Stale,
-        });
-    }
-    if event.seq == cur.seq + 1 {
-        // Its turn: nothing can change the status before it, so a
-        // transition not allowed now is never allowed.
-        return if event.kind.from().contains(&cur.status.as_str()) {
-            // The guard should have held: look again.
-            Err(StoreError::InconsistentRefusal)
-        } else {
-            Ok(Outcome::Rejected)
-        };
-    }
-    // A gap: a predecessor is still on its way.
-    Ok(Outcome::Early)
+    Ok(match sequence::classify_refusal(event.seq, event.kind.creates(), turn, processed)? {
+        Refusal::Duplicate => Outcome::Duplicate,
+        Refusal::Stale => Outcome::Stale,
+        Refusal::Conflict(()) => Outcome::Conflict,
+        Refusal::Rejected => Outcome::Rejected,
+        Refusal::Early => Outcome::Early,
+    })
 }
 
 /// The handler: one conditional UpdateItem per event to `table`.
