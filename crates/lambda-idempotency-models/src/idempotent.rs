@@ -25,10 +25,13 @@
 //!
 //! # Decisions from the library
 //! Every refused claim is classified by
-//! [`lambda_idempotency::idempotency::classify`] and every expiry test
-//! (the store's condition, the cache) is
-//! [`lambda_idempotency::idempotency::is_expired`]; the model adds no
-//! logic of its own to either. What the wrapper does with each answer
+//! [`lambda_idempotency::idempotency::classify`]; whether a claim may
+//! replace the record it finds is
+//! [`lambda_idempotency::idempotency::may_take_over`] (the rule both
+//! stores apply: DynamoDB's condition expression, Valkey's check between
+//! `WATCH` and `EXEC`); every other expiry test (the cache) is
+//! [`lambda_idempotency::idempotency::is_expired`]. The model adds no
+//! logic of its own to any of them. What the wrapper does with each answer
 //! (replay, error, release on failure, keep the key on a failed
 //! completion) follows `Idempotent::call` step by step.
 //!
@@ -69,7 +72,7 @@
 use std::fmt;
 
 use lambda_idempotency::idempotency::{
-    Claimed, Record, Refusal, Stored, claim_expires_at, classify, is_expired, lease_is_live,
+    Claimed, Record, Refusal, Stored, claim_expires_at, classify, is_expired, may_take_over,
 };
 use stateright::{Model, Property};
 
@@ -99,6 +102,10 @@ pub enum Mutation {
     /// with its lease (`claim_expires_at` without it). Caught in the world
     /// with clock skew.
     NoSkewAllowance,
+    /// A claim in progress taken over whatever its lease, as a store that
+    /// asks only the key's expiry would (`may_take_over`'s lease test not
+    /// asked): two bodies run at once.
+    TakeOverLiveLease,
 }
 
 /// One call: where it runs and with which payload.
@@ -352,22 +359,22 @@ impl IdempotentModel {
         s.t.saturating_add_signed(s.calls[call].offset)
     }
 
-    /// The claim's condition, transcribed from `IdempotencyStore::claim`
-    /// (its two tests are the library's own: `is_expired`, and
-    /// `lease_is_live` with its clock-skew allowance).
+    /// The claim's condition: no record, or the library's takeover rule,
+    /// `may_take_over` (which the DynamoDB store sends as its condition
+    /// expression and the Valkey store evaluates between `WATCH` and
+    /// `EXEC`), with the mutations applied.
     fn claim_admits(&self, item: Option<&Item>, now_ms: u64) -> bool {
-        let live = |until: u64| {
-            if self.mutation == Some(Mutation::NoSkewAllowance) {
-                until > now_ms
-            } else {
-                lease_is_live(until, now_ms)
-            }
+        let Some(i) = item else {
+            return true;
         };
-        match item {
-            None => true,
-            Some(i) => {
-                is_expired(i.expires_at, now_ms) || (!i.completed && !live(i.lease_until_ms))
+        match self.mutation {
+            // `lease_is_live` without its allowance: the rule as it was.
+            Some(Mutation::NoSkewAllowance) => {
+                is_expired(i.expires_at, now_ms) || (!i.completed && i.lease_until_ms <= now_ms)
             }
+            // Any claim in progress taken over, its lease not asked.
+            Some(Mutation::TakeOverLiveLease) if !i.completed => true,
+            _ => may_take_over(&i.record(self), now_ms),
         }
     }
 

@@ -83,3 +83,11 @@ fn mutation_answer_before_completion_is_caught() {
         "every output answered is the committed one",
     );
 }
+
+#[test]
+fn mutation_take_over_live_lease_is_caught() {
+    caught(
+        Mutation::TakeOverLiveLease,
+        "body runs at most once per key while a completed record or a live lease holds it",
+    );
+}

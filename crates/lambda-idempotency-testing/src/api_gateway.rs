@@ -23,12 +23,15 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use lambda_http::Request;
 use lambda_http::http::uri::PathAndQuery;
 use lambda_http::http::{HeaderName, HeaderValue, Method};
+use lambda_idempotency::http::{Scope, body_fingerprint, record_key};
+use lambda_idempotency::idempotency::{Claim, Claimed, Persistence};
+use lambda_idempotency::time::epoch_ms;
 use serde_json::{Map, Value, json};
 
 /// The API's account, id and domain, as every event names them.
@@ -369,6 +372,39 @@ fn clf_time(secs: u64) -> String {
         .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
         .unwrap_or(&"Jan");
     format!("{day}/{name}/{year}:{clock} +0000")
+}
+
+/// Another attempt holds `key` for `request`, as `scope` sent it: its
+/// claim, taken on `store` with a lease of `lease` from now, as a first
+/// attempt that is still running (or crashed before its answer) leaves
+/// it. The Idempotency-Key layer on that store then answers the same
+/// request `409` with `Retry-After` until the lease ends, and runs nothing.
+///
+/// Panics (it is test support) when the request has no fingerprint or the
+/// store does not grant the claim: the key must be free before.
+pub async fn hold_key<P: Persistence>(
+    store: &P,
+    scope: &Scope,
+    key: &str,
+    request: &Request,
+    lease: Duration,
+) {
+    let record = record_key(scope, key);
+    let fingerprint = body_fingerprint(request).expect("the request has a fingerprint");
+    let now = epoch_ms();
+    let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    let claim = Claim {
+        key: &record,
+        fingerprint: &fingerprint,
+        attempt: "the-first-attempt",
+        lease_until_ms: now.saturating_add(lease_ms),
+        now_ms: now,
+    };
+    assert_eq!(
+        store.claim(&claim).await,
+        Ok(Claimed::Held),
+        "hold_key: the key was not free"
+    );
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ pub mod test_db;
 pub mod valkey;
 
 #[cfg(feature = "http")]
-pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest};
+pub use api_gateway::{HttpApiCaller, HttpApiError, HttpApiRequest, hold_key};
 pub use dynamodb::{
     RequestCounter, client_for, client_with, scan_all, serve_dynoxide, start_dynoxide, unique_name,
 };

@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::Client;
 use lambda_http::http::Method;
 use lambda_http::tower::{Layer, ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
-use lambda_idempotency::http::{AuthMode, IdempotencyLayer, Scope, body_fingerprint, record_key};
+use lambda_idempotency::http::{AuthMode, IdempotencyLayer, Scope};
 use lambda_idempotency::idempotency::{
     Claim, Claimed, IamAuth, IdempotencyError, IdempotencyOptions, IdempotencyStore,
     IdempotencyTable, Idempotent, NotStored, Persistence, Refusal, Stored, ValkeyConfig,
@@ -26,8 +26,8 @@ use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency::{ConfigError, StoreError};
 use lambda_idempotency_testing::valkey::{Durability, ValkeyCluster, ValkeyServer};
 use lambda_idempotency_testing::{
-    HttpApiCaller, HttpApiRequest, client_for, create_idempotency_table, scan_all, start_dynoxide,
-    unique_name,
+    HttpApiCaller, HttpApiRequest, client_for, create_idempotency_table, hold_key, scan_all,
+    start_dynoxide, unique_name,
 };
 use serde::{Deserialize, Serialize};
 
@@ -605,17 +605,9 @@ async fn the_http_layer_replays_and_answers_409_and_422<B: Backend>(b: B) {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     // Another attempt holds "k2".
-    let key = record_key(&Scope::Iam(ALICE.to_owned()), "k2");
-    let fp = body_fingerprint(&request("/things", "k2", BODY)).expect("a fingerprint");
-    let now = epoch_ms();
-    let held = Claim {
-        key: &key,
-        fingerprint: &fp,
-        attempt: "the-first-attempt",
-        lease_until_ms: now + 5_000,
-        now_ms: now,
-    };
-    assert_eq!(store.claim(&held).await, Ok(Claimed::Held));
+    let scope = Scope::Iam(ALICE.to_owned());
+    let first = request("/things", "k2", BODY);
+    hold_key(&store, &scope, "k2", &first, Duration::from_secs(5)).await;
     let busy = send(request("/things", "k2", BODY))
         .await
         .expect("answered");

@@ -14,14 +14,11 @@ use lambda_http::tower::{Layer, Service, ServiceExt, service_fn};
 use lambda_http::{Body, Request, Response};
 use lambda_idempotency::http::{
     AuthMode, Committed, Deadline, HttpClaim, IdempotencyLayer, Scope, StoredResponse,
-    body_fingerprint, record_key,
 };
-use lambda_idempotency::idempotency::{
-    Claim, Claimed, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
-};
+use lambda_idempotency::idempotency::{IdempotencyOptions, IdempotencyStore, IdempotencyTable};
 use lambda_idempotency::time::epoch_ms;
 use lambda_idempotency_testing::{
-    HttpApiCaller, HttpApiRequest, RequestCounter, client_for, create_table, scan_all,
+    HttpApiCaller, HttpApiRequest, RequestCounter, client_for, create_table, hold_key, scan_all,
     start_dynoxide, unique_name,
 };
 use serde_json::{Value, json};
@@ -210,17 +207,8 @@ async fn a_key_whose_first_request_runs_is_409_with_retry_after() {
     let svc = IdempotencyLayer::new(store.clone(), AuthMode::Iam).layer(toy.service());
     // Another attempt holds the key (it runs, or died), its lease 5 s long.
     let scope = Scope::Iam(ALICE.unwrap_or_default().to_owned());
-    let key = record_key(&scope, "k");
-    let fp = body_fingerprint(&request("POST", Some("k"), BODY, ALICE)).expect("a fingerprint");
-    let now = epoch_ms();
-    let claim = Claim {
-        key: &key,
-        fingerprint: &fp,
-        attempt: "the-first-attempt",
-        lease_until_ms: now + 5_000,
-        now_ms: now,
-    };
-    assert_eq!(store.claim(&claim).await, Ok(Claimed::Held));
+    let first = request("POST", Some("k"), BODY, ALICE);
+    hold_key(&store, &scope, "k", &first, Duration::from_secs(5)).await;
     let r = send(&svc, request("POST", Some("k"), BODY, ALICE)).await;
     assert_eq!(r.status(), 409, "{}", text(&r));
     assert_eq!(header(&r, "retry-after"), Some("1"));

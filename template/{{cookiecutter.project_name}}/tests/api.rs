@@ -2,17 +2,18 @@
 //! as API Gateway (HTTP API, IAM authorisation) hands them over, through
 //! the Idempotency-Key layer, and the items they leave.
 
+use std::time::Duration;
+
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_idempotency::http::{Scope, body_fingerprint, record_key};
-use lambda_idempotency::idempotency::{Claim, Claimed, IdempotencyStore};
-use lambda_idempotency::time::epoch_ms;
+use lambda_idempotency::http::Scope;
+use lambda_idempotency::idempotency::IdempotencyStore;
 use lambda_idempotency::{Function, Settings};
 use lambda_idempotency_testing::lambda_http::http::Method;
 use lambda_idempotency_testing::lambda_http::tower::ServiceExt;
 use lambda_idempotency_testing::lambda_http::{Body, Response};
 use lambda_idempotency_testing::{
-    HttpApiCaller, HttpApiRequest, batch, client_for, create_table, far_deadline, record,
-    start_dynoxide, unique_name,
+    HttpApiCaller, HttpApiRequest, batch, client_for, create_table, far_deadline, hold_key,
+    record, start_dynoxide, unique_name,
 };
 use {{ cookiecutter.__crate }}::api::{Api, ApiService, PATH, TTL_ATTRIBUTE, idempotency_store};
 use {{ cookiecutter.__crate }}::{EventType, KEY, NAME, {{ cookiecutter.__entity_type }}Handler};
@@ -146,18 +147,9 @@ async fn a_request_while_its_key_is_in_flight_is_409_and_nothing_is_written() {
     let db = Db::new().await;
     // The same request's first attempt holds the key: its invocation is
     // still running (or crashed, until its lease ends).
-    let key = record_key(&Scope::Iam(CALLER.to_owned()), "k-busy");
-    let request = post(Some("k-busy"), "{}").build().expect("request");
-    let fingerprint = body_fingerprint(&request).expect("a fingerprint");
-    let now = epoch_ms();
-    let first = Claim {
-        key: &key,
-        fingerprint: &fingerprint,
-        attempt: "the-first-attempt",
-        lease_until_ms: now + 5_000,
-        now_ms: now,
-    };
-    assert_eq!(db.store.claim(&first).await, Ok(Claimed::Held));
+    let first = post(Some("k-busy"), "{}").build().expect("request");
+    let scope = Scope::Iam(CALLER.to_owned());
+    hold_key(&db.store, &scope, "k-busy", &first, Duration::from_secs(5)).await;
 
     let busy = db.send(post(Some("k-busy"), "{}")).await;
     assert_eq!(busy.status(), 409);

@@ -160,6 +160,25 @@ pub fn claim_expires_at(expires_at: u64, lease_until_ms: u64) -> u64 {
     expires_at.max(lease_until_ms.saturating_add(skew_ms()).div_ceil(1000))
 }
 
+/// May a claim replace the record `found` at `now_ms` (the claimer's
+/// clock)? When it has expired ([`is_expired`]), or when it is a claim in
+/// progress whose lease is over ([`lease_is_live`], with its clock-skew
+/// allowance); never a live lease, never an unexpired completion. Both
+/// stores take a key over by this rule: the Valkey store evaluates it on
+/// the record it read, between `WATCH` and `EXEC`; the DynamoDB store
+/// sends it as the claim's condition expression
+/// (`attribute_not_exists OR expired OR (in progress AND lease over)`).
+pub fn may_take_over(found: &Record, now_ms: u64) -> bool {
+    match found {
+        Record::InProgress {
+            lease_until_ms,
+            expires_at,
+            ..
+        } => is_expired(*expires_at, now_ms) || !lease_is_live(*lease_until_ms, now_ms),
+        Record::Completed { stored, .. } => is_expired(stored.expires_at, now_ms),
+    }
+}
+
 /// [`CLOCK_SKEW_ALLOWANCE`] in milliseconds.
 pub(crate) fn skew_ms() -> u64 {
     u64::try_from(CLOCK_SKEW_ALLOWANCE.as_millis()).unwrap_or(u64::MAX)
@@ -191,6 +210,33 @@ mod tests {
         }
         // A longer expiry is kept as it is.
         assert_eq!(claim_expires_at(5_000, 3_000), 5_000);
+    }
+
+    #[test]
+    fn a_record_is_taken_over_only_once_expired_or_its_lease_is_over() {
+        let now = 1_000_000; // ms: 1000 s
+        let claim = |lease_until_ms: u64, expires_at: u64| Record::InProgress {
+            fingerprint: "fp".into(),
+            attempt: "a".into(),
+            lease_until_ms,
+            expires_at,
+        };
+        let done = |expires_at: u64| Record::Completed {
+            fingerprint: "fp".into(),
+            stored: Stored {
+                output: "{}".into(),
+                expires_at,
+            },
+        };
+        // A live lease, and one within the clock-skew allowance: kept.
+        assert!(!may_take_over(&claim(now + 1, 2_000), now));
+        assert!(!may_take_over(&claim(now - 999, 2_000), now));
+        // A lease over by the allowance, or an expired key: taken over.
+        assert!(may_take_over(&claim(now - 1_000, 2_000), now));
+        assert!(may_take_over(&claim(now + 60_000, 1_000), now));
+        // A completion: only once expired, whatever else.
+        assert!(!may_take_over(&done(1_001), now));
+        assert!(may_take_over(&done(1_000), now));
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub use canonical::{fingerprint, hashed_key, json_fingerprint};
 pub(crate) use decision::skew_ms;
 pub use decision::{
     CLOCK_SKEW_ALLOWANCE, Claimed, Record, Refusal, Stored, claim_expires_at, classify, is_expired,
-    lease_is_live,
+    lease_is_live, may_take_over,
 };
 pub use function::{IdempotencyError, Idempotent, LeaseEnd, NotStored};
 pub use persistence::Persistence;

@@ -15,9 +15,10 @@
 //!   claim each cost one round trip. The record found is classified by
 //!   [`super::classify`], exactly as DynamoDB's refusal is, so this
 //!   attempt's own claim seen again (a claim whose answer was lost, sent
-//!   again) is held, not refused; an expired record or an in-progress one
-//!   whose lease is over (by [`super::lease_is_live`], with its clock skew
-//!   allowance) is read again under `WATCH` and taken over with
+//!   again) is held, not refused; a record [`super::may_take_over`]
+//!   allows (expired, or in progress with its lease over, with the clock
+//!   skew allowance: the rule DynamoDB's condition states) is read again
+//!   under `WATCH` and taken over with
 //!   `MULTI SET ... PX ttl EXEC`, which writes nothing if anyone touched
 //!   the key since the read.
 //! - Completion and release: `WATCH` the key, read it, and only if it is
@@ -89,7 +90,7 @@ use super::store::{
     Claim, DEFAULT_KEY_ATTRIBUTE, DEFAULT_TTL_ATTRIBUTE, IdempotencyOptions, completed_fits,
     invalid,
 };
-use super::{Claimed, Record, Refusal, Stored, classify, is_expired, lease_is_live};
+use super::{Claimed, Record, Refusal, Stored, classify, may_take_over};
 use crate::error::{ConfigError, StoreError};
 
 const IN_PROGRESS: &str = "IN_PROGRESS";
@@ -524,19 +525,6 @@ fn serves_set_nx_get(info: &str) -> bool {
     major.is_none_or(|major| major >= 7)
 }
 
-/// Whether a record found at `now_ms` may be taken over: expired, or an
-/// in-progress claim whose lease is over.
-fn is_over(found: &Record, now_ms: u64) -> bool {
-    match found {
-        Record::InProgress {
-            lease_until_ms,
-            expires_at,
-            ..
-        } => is_expired(*expires_at, now_ms) || !lease_is_live(*lease_until_ms, now_ms),
-        Record::Completed { stored, .. } => is_expired(stored.expires_at, now_ms),
-    }
-}
-
 /// Milliseconds from `now_ms` until `expires_at` (epoch seconds): the
 /// record's `PX`, at least 1.
 fn px(expires_at: u64, now_ms: u64) -> u64 {
@@ -874,7 +862,7 @@ impl ValkeyStore {
                 return Ok(Claimed::Held);
             };
             let (_, found) = Item::read(&found)?;
-            if !is_over(&found, c.now_ms) {
+            if !may_take_over(&found, c.now_ms) {
                 return Ok(classify(c.fingerprint, c.attempt, Some(&found), c.now_ms)?);
             }
             // Expired or its lease over: taken over only if no one writes
@@ -894,7 +882,7 @@ impl ValkeyStore {
                     return Err(e.into());
                 }
             };
-            if is_over(&found, c.now_ms) {
+            if may_take_over(&found, c.now_ms) {
                 let taken: Option<(String,)> = redis::pipe()
                     .atomic()
                     .cmd("SET")
