@@ -85,6 +85,11 @@ trap put_back EXIT
 trap 'put_back; exit 130' INT
 trap 'put_back; exit 143' TERM
 
+if [[ "${CHECK_REMOVAL_CARGO:-1}" == 0 && "${CHECK_REMOVAL_TEMPLATE:-1}" == 0 ]]; then
+  echo "check-removal: CHECK_REMOVAL_CARGO=0 and CHECK_REMOVAL_TEMPLATE=0 leave nothing to check" >&2
+  exit 2
+fi
+
 members=()
 for d in functions/*/; do
   [[ -f "$d/Cargo.toml" ]] && members+=("${d%/}")

@@ -102,9 +102,10 @@ pub enum Mutation {
     /// with its lease (`claim_expires_at` without it). Caught in the world
     /// with clock skew.
     NoSkewAllowance,
-    /// A claim in progress taken over whatever its lease, as a store that
-    /// asks only the key's expiry would (`may_take_over`'s lease test not
-    /// asked): two bodies run at once.
+    /// Every claim in progress treated as abandoned: taken over whatever
+    /// its lease and its expiry (`may_take_over` not asked for it), as a
+    /// store whose takeover reads only the record's status would: two
+    /// bodies run at once.
     TakeOverLiveLease,
 }
 

@@ -164,10 +164,12 @@ pub fn claim_expires_at(expires_at: u64, lease_until_ms: u64) -> u64 {
 /// clock)? When it has expired ([`is_expired`]), or when it is a claim in
 /// progress whose lease is over ([`lease_is_live`], with its clock-skew
 /// allowance); never a live lease, never an unexpired completion. Both
-/// stores take a key over by this rule: the Valkey store evaluates it on
-/// the record it read, between `WATCH` and `EXEC`; the DynamoDB store
-/// sends it as the claim's condition expression
-/// (`attribute_not_exists OR expired OR (in progress AND lease over)`).
+/// stores take a key over by this rule: the Valkey store evaluates this
+/// function on the record it read, between `WATCH` and `EXEC`; the
+/// DynamoDB store's claim states the same rule as its condition
+/// expression (`attribute_not_exists OR expired OR (in progress AND lease
+/// over)`), which DynamoDB evaluates. The contract suite holds both stores
+/// to it at its edges (an expired key, an ended lease, a live one).
 pub fn may_take_over(found: &Record, now_ms: u64) -> bool {
     match found {
         Record::InProgress {
