@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 /// only in key order or whitespace have the same fingerprint.
 pub fn fingerprint(value: &Value) -> String {
     let mut canonical = String::new();
-    write_canonical(value, &mut canonical);
+    Node::of(value).write(&mut canonical);
     hex(&Sha256::digest(canonical.as_bytes()))
 }
 
@@ -64,9 +64,23 @@ enum Node {
 }
 
 impl Node {
-    /// The same canonical form as `write_canonical` of the value, for an
-    /// object without repeated keys; a repeated key is written once per
-    /// value (which no object without one can be written as).
+    /// A parsed value's tree ([`fingerprint`]'s): no key repeats, and a
+    /// scalar is serde_json's one compact text of it.
+    fn of(value: &Value) -> Node {
+        match value {
+            Value::Object(map) => Node::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), vec![Node::of(v)]))
+                    .collect(),
+            ),
+            Value::Array(items) => Node::Array(items.iter().map(Node::of).collect()),
+            scalar => Node::Scalar(scalar.to_string()),
+        }
+    }
+
+    /// The canonical form: object keys sorted, no insignificant
+    /// whitespace; a repeated key is written once per value (which no
+    /// object without one can be written as).
     fn write(&self, out: &mut String) {
         match self {
             Node::Object(map) => {
@@ -278,37 +292,6 @@ pub fn hashed_key(parts: &[&str]) -> String {
     hex(&h.finalize())
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        // Scalars print in serde_json's one compact form.
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 /// `bytes` in lower-case hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
@@ -334,6 +317,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(fingerprint(&a), fingerprint(&b));
+        // The canonical text itself, pinned: fingerprints stored by earlier
+        // versions must still be found.
+        let canonical = r#"{"amount":5,"id":"c","x":{"a":[1,2],"b":1}}"#;
+        assert_eq!(fingerprint(&a), hex(&Sha256::digest(canonical.as_bytes())));
         for other in [
             json!({"id":"c","amount":6,"x":{"b":1,"a":[1,2]}}),
             json!({"id":"c","amount":5,"x":{"b":1,"a":[2,1]}}),
