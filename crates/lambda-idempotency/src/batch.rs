@@ -86,8 +86,7 @@ use crate::wire::ParseError;
 /// /// A body is a name; every name is its own group.
 /// struct Greeter;
 ///
-/// impl Handler for Greeter {
-///     type Record = SqsMessage;
+/// impl Handler<SqsMessage> for Greeter {
 ///     type Event = String;
 ///     type Verdict = Greeting;
 ///     type Failure = StoreError;
@@ -136,11 +135,7 @@ use crate::wire::ParseError;
 /// # });
 /// # }
 /// ```
-pub trait Handler: Sync {
-    /// What the batch carries: an SQS message, a DynamoDB stream record, a
-    /// Kinesis record; or any `R: MessageRecord`, for a handler that serves
-    /// SQS and Kinesis alike.
-    type Record: BatchRecord;
+pub trait Handler<R: BatchRecord>: Sync {
     /// A parsed, validated record.
     type Event: Send + Sync;
     /// The handler's verdict about one record (the shared outcomes are
@@ -151,7 +146,7 @@ pub trait Handler: Sync {
     type Failure: Failure;
 
     /// Parse and validate one record.
-    fn parse(&self, record: &Self::Record) -> Result<Self::Event, ParseError>;
+    fn parse(&self, record: &R) -> Result<Self::Event, ParseError>;
     /// Records with the same key are applied one after another (a record's
     /// [`BatchRecord::source_group`], if it has one, is used instead).
     fn key(&self, event: &Self::Event) -> String;
@@ -392,14 +387,14 @@ impl<V: Verdict, F> BatchReport<V, F> {
 
 /// Run a batch to completion (or to the deadline). Never panics on input and
 /// returns exactly one report per record.
-pub async fn process<H: Handler>(
+pub async fn process<R: BatchRecord, H: Handler<R>>(
     handler: &H,
     settings: BatchSettings,
-    records: &[H::Record],
+    records: &[R],
     deadline: Instant,
 ) -> BatchReport<H::Verdict, H::Failure> {
     let starved = starved(records.len(), deadline, settings);
-    let strict = H::Record::strict_order(records);
+    let strict = R::strict_order(records);
     // Parse first, then apply: a bad body is settled here and never blocks a
     // good one (except behind it in its own FIFO group).
     let parsed: Vec<Result<H::Event, ParseError>> =
@@ -408,7 +403,7 @@ pub async fn process<H: Handler>(
         .iter()
         .map(|ev| ev.as_ref().ok().map(|e| handler.key(e)))
         .collect();
-    let mut outcomes: Vec<Option<Outcome<H>>> = vec![None; records.len()];
+    let mut outcomes: Vec<Option<Outcome<H, R>>> = vec![None; records.len()];
     let groups = group(handler, records, &parsed, &keys, strict, &mut outcomes);
 
     let ctx = GroupRun {
@@ -450,13 +445,13 @@ fn starved(records: usize, deadline: Instant, settings: BatchSettings) -> Option
 /// ordered, else the handler's keys, sorted by rank unless the source
 /// orders them. A record with no key (its event could not be read) is
 /// settled `Invalid` here, in `outcomes`, and logged.
-fn group<H: Handler>(
+fn group<R: BatchRecord, H: Handler<R>>(
     handler: &H,
-    records: &[H::Record],
+    records: &[R],
     parsed: &[Result<H::Event, ParseError>],
     keys: &[Option<String>],
     strict: bool,
-    outcomes: &mut [Option<Outcome<H>>],
+    outcomes: &mut [Option<Outcome<H, R>>],
 ) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut group_of: HashMap<String, usize> = HashMap::new();
@@ -483,7 +478,7 @@ fn group<H: Handler>(
                     .err()
                     .cloned()
                     .unwrap_or(ParseError::MissingBody);
-                let outcome = Outcome::<H>::Invalid(err);
+                let outcome = Outcome::<H, R>::Invalid(err);
                 span_of(handler, record, None).in_scope(|| log_outcome(&outcome));
                 outcomes[i] = Some(outcome);
             }
@@ -534,20 +529,20 @@ where
 }
 
 /// What the engine reports for one record of `H`.
-type Outcome<H> = RecordOutcome<<H as Handler>::Verdict, <H as Handler>::Failure>;
+type Outcome<H, R> = RecordOutcome<<H as Handler<R>>::Verdict, <H as Handler<R>>::Failure>;
 
-struct GroupRun<'a, H: Handler> {
+struct GroupRun<'a, R: BatchRecord, H: Handler<R>> {
     handler: &'a H,
-    records: &'a [H::Record],
+    records: &'a [R],
     parsed: &'a [Result<H::Event, ParseError>],
     strict: bool,
     settings: BatchSettings,
     cx: BatchContext,
 }
 
-impl<H: Handler> GroupRun<'_, H> {
+impl<R: BatchRecord, H: Handler<R>> GroupRun<'_, R, H> {
     /// Apply one group's records one after another.
-    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, Outcome<H>)> {
+    async fn run_group(&self, indices: Vec<usize>) -> Vec<(usize, Outcome<H, R>)> {
         let mut out = Vec::with_capacity(indices.len());
         let mut blocked = false;
         for i in indices {
@@ -578,7 +573,7 @@ impl<H: Handler> GroupRun<'_, H> {
         out
     }
 
-    async fn apply(&self, ev: &H::Event) -> Outcome<H> {
+    async fn apply(&self, ev: &H::Event) -> Outcome<H, R> {
         if let Some(settled) = self.handler.settle_without_io(ev, &self.cx) {
             return RecordOutcome::Settled(settled);
         }
@@ -624,7 +619,7 @@ pub fn record_span(record_id: &str) -> Span {
     tracing::info_span!("record", record_id, outcome = tracing::field::Empty)
 }
 
-fn span_of<H: Handler>(handler: &H, record: &H::Record, ev: Option<&H::Event>) -> Span {
+fn span_of<R: BatchRecord, H: Handler<R>>(handler: &H, record: &R, ev: Option<&H::Event>) -> Span {
     handler.span(record.id().unwrap_or("-"), ev)
 }
 
@@ -752,8 +747,7 @@ mod engine_tests {
         action: String,
     }
 
-    impl Handler for ToyHandler {
-        type Record = SqsMessage;
+    impl Handler<SqsMessage> for ToyHandler {
         type Event = Ev;
         type Verdict = Toy;
         type Failure = ToyFailure;
@@ -1048,7 +1042,6 @@ mod engine_tests {
 #[cfg(all(test, feature = "kinesis"))]
 mod kinesis_engine_tests {
     use std::fmt;
-    use std::marker::PhantomData;
     use std::sync::Mutex;
 
     use aws_lambda_events::encodings::Base64Data;
@@ -1079,13 +1072,11 @@ mod kinesis_engine_tests {
 
     /// A payload is `name:action`, action `ok` or `fail` (a dependency
     /// failure); the key is the name. Written once for any message source.
-    struct Toy<R> {
+    struct Toy {
         applied: Mutex<Vec<String>>,
-        source: PhantomData<fn() -> R>,
     }
 
-    impl<R: MessageRecord> Handler for Toy<R> {
-        type Record = R;
+    impl<R: MessageRecord> Handler<R> for Toy {
         type Event = (String, bool);
         type Verdict = Done;
         type Failure = StoreError;
@@ -1120,14 +1111,13 @@ mod kinesis_engine_tests {
         }
     }
 
-    fn toy<R>() -> Toy<R> {
+    fn toy() -> Toy {
         Toy {
             applied: Mutex::new(Vec::new()),
-            source: PhantomData,
         }
     }
 
-    fn applied<R>(h: &Toy<R>) -> Vec<String> {
+    fn applied(h: &Toy) -> Vec<String> {
         h.applied.lock().map(|a| a.clone()).unwrap_or_default()
     }
 
@@ -1187,7 +1177,7 @@ mod kinesis_engine_tests {
         }
     }
 
-    async fn run<R: MessageRecord>(h: &Toy<R>, records: &[R]) -> BatchReport<Done> {
+    async fn run<R: MessageRecord>(h: &Toy, records: &[R]) -> BatchReport<Done> {
         process(
             h,
             settings(),
@@ -1346,7 +1336,7 @@ mod kinesis_engine_tests {
     #[tokio::test(start_paused = true)]
     async fn the_same_handler_runs_on_sqs() {
         use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-        let h: Toy<SqsMessage> = toy();
+        let h = toy();
         let mut event = SqsEvent::default();
         for (id, body) in [("m1", "a:ok"), ("m2", "b:fail"), ("m3", "nonsense")] {
             let mut m = SqsMessage::default();

@@ -56,8 +56,8 @@ pub fn string(item: &Item, key: &str) -> Result<String, StoreError> {
 
 /// One number attribute of an item, parsed exactly (`FromStr`: any
 /// integer width).
-/// For widths serde_dynamo cannot read (it has no i128, which the ledger's
-/// signed amounts of up to 2^64 - 1 need); otherwise prefer [`from_item`].
+/// For widths serde_dynamo cannot read (it has no i128, which signed
+/// amounts of up to 2^64 - 1 need); otherwise prefer [`from_item`].
 pub fn number<T: std::str::FromStr>(item: &Item, key: &str) -> Result<T, StoreError> {
     match item.get(key) {
         Some(AttributeValue::N(v)) => v

@@ -116,7 +116,7 @@ pub struct FunctionBuilder<H> {
     whole_batch_failure: WholeBatchFailure,
 }
 
-impl<H: Handler> FunctionBuilder<H> {
+impl<H> FunctionBuilder<H> {
     /// On an SQS standard queue, whether a failed record holds back the
     /// rest of its key in the batch ([`KeyOrder::Strict`]) or not
     /// ([`KeyOrder::Ranked`], the default). FIFO queues and streams are
@@ -197,7 +197,7 @@ impl<H: Handler> FunctionBuilder<H> {
     }
 }
 
-impl<H: Handler> Function<H> {
+impl<H> Function<H> {
     /// Start building a function around `handler`.
     pub fn builder(handler: H) -> FunctionBuilder<H> {
         FunctionBuilder {
@@ -225,8 +225,11 @@ impl<H: Handler> Function<H> {
         }
     }
 
-    /// Serve invocations until the runtime stops. Each event is read
-    /// strictly ([`StrictInput`]): an event or record that is not a JSON
+    /// Serve invocations of records `R` until the runtime stops: the
+    /// event source the function is subscribed to. A handler of one source
+    /// needs no annotation (`serve()`); one for any source says which
+    /// (`serve::<KinesisMessage>()`), as the event source mapping does.
+    /// Each event is read strictly ([`StrictInput`]): an event or record that is not a JSON
     /// object fails the invocation (the whole batch returns) instead of
     /// being read as a record with an invented id.
     ///
@@ -237,13 +240,13 @@ impl<H: Handler> Function<H> {
     /// invocation asked), the cold-start flag. The deadline, the report and
     /// the metrics line are each invocation's own. Unset or 1, invocations
     /// run one at a time, exactly as with `lambda_runtime::run`.
-    pub async fn serve(self) -> Result<(), lambda_runtime::Error>
+    pub async fn serve<R>(self) -> Result<(), lambda_runtime::Error>
     where
-        H: Send + Sync + 'static,
+        R: BatchRecord + 'static,
+        H: Handler<R> + Send + Sync + 'static,
     {
-        type Input<H> = <<<H as Handler>::Record as BatchRecord>::Event as BatchEvent>::Input;
         let function = std::sync::Arc::new(self);
-        lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<Input<H>>| {
+        lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<Input<R>>| {
             let function = function.clone();
             async move {
                 let event = LambdaEvent::new(event.payload.into_inner(), event.context);
@@ -254,10 +257,13 @@ impl<H: Handler> Function<H> {
     }
 
     /// The Lambda entry point: run the batch, emit its metrics line, answer.
-    pub async fn handle<E: BatchEvent<Record = H::Record>>(
+    pub async fn handle<E: BatchEvent>(
         &self,
         event: LambdaEvent<E>,
-    ) -> Result<E::Response, Diagnostic> {
+    ) -> Result<E::Response, Diagnostic>
+    where
+        H: Handler<E::Record>,
+    {
         let cold_start = self.cold.take();
         let span = invocation_span(&self.runtime.telemetry, cold_start, &event.context);
         let deadline_ms = deadline_epoch_ms(event.context.deadline);
@@ -273,12 +279,15 @@ impl<H: Handler> Function<H> {
 
     /// `deadline_ms`: the invocation's deadline, as [`deadline_epoch_ms`]
     /// reads it.
-    async fn run<E: BatchEvent<Record = H::Record>>(
+    async fn run<E: BatchEvent>(
         &self,
         event: LambdaEvent<E>,
         deadline_ms: u64,
         cold_start: bool,
-    ) -> Result<E::Response, Diagnostic> {
+    ) -> Result<E::Response, Diagnostic>
+    where
+        H: Handler<E::Record>,
+    {
         let deadline = deadline_from_epoch_ms(deadline_ms);
         tracing::info!(
             request_id = %event.context.request_id,
@@ -298,14 +307,17 @@ impl<H: Handler> Function<H> {
 
     /// Process a batch and build the response, keeping the per-record report
     /// for callers that show it (tests, the local demo).
-    pub async fn handle_batch<E: BatchEvent<Record = H::Record>>(
+    pub async fn handle_batch<E: BatchEvent>(
         &self,
         event: &E,
         deadline: Instant,
     ) -> (
         BatchReport<H::Verdict, H::Failure>,
         Result<E::Response, BatchError>,
-    ) {
+    )
+    where
+        H: Handler<E::Record>,
+    {
         #[cfg_attr(not(feature = "sqs"), allow(unused_mut))]
         let mut report =
             batch::process(&self.handler, self.settings(), event.records(), deadline).await;
@@ -336,6 +348,9 @@ impl<H: Handler> Function<H> {
         (report, response)
     }
 }
+
+/// The Lambda event that carries records `R`, as `serve` reads it.
+type Input<R> = <<R as BatchRecord>::Event as BatchEvent>::Input;
 
 /// The invocation's EMF line: a count per outcome, the batch size, the
 /// cache's hits and misses, and, for a function that sets returned
@@ -392,8 +407,7 @@ mod tests {
 
     struct Nothing;
 
-    impl Handler for Nothing {
-        type Record = SqsMessage;
+    impl Handler<SqsMessage> for Nothing {
         type Event = ();
         type Verdict = Done;
         type Failure = StoreError;
@@ -422,8 +436,7 @@ mod tests {
     /// gives (no `rank`, no `span`).
     struct Down;
 
-    impl Handler for Down {
-        type Record = SqsMessage;
+    impl Handler<SqsMessage> for Down {
         type Event = ();
         type Verdict = Done;
         type Failure = StoreError;

@@ -98,8 +98,7 @@ impl OrderHandler {
     }
 }
 
-impl Handler for OrderHandler {
-    type Record = SqsMessage;
+impl Handler<SqsMessage> for OrderHandler {
     type Event = OrderEvent;
     type Verdict = Outcome;
     type Failure = StoreError;

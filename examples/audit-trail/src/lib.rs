@@ -2,10 +2,10 @@
 //! once, whether the events arrive on an SQS queue, a Kinesis data stream
 //! or a Kafka topic (Amazon MSK or self-managed).
 //!
-//! [`AuditHandler`] is generic over [`MessageRecord`] (an SQS body, a
-//! Kinesis record's decoded data, a Kafka record's decoded value):
-//! `AuditHandler<SqsMessage>`, `AuditHandler<KinesisMessage>` and
-//! `AuditHandler<KafkaMessage>` are the same code. What differs is the
+//! [`AuditHandler`] handles any [`MessageRecord`] (an SQS body, a Kinesis
+//! record's decoded data, a Kafka record's decoded value): one
+//! `impl<R: MessageRecord> Handler<R>`, served as `serve::<SqsMessage>()`,
+//! `serve::<KinesisMessage>()` or `serve::<KafkaMessage>()`. What differs is the
 //! library's, per source: SQS answers by messageId and orders nothing on
 //! a standard queue; Kinesis answers by sequence number, keeps each
 //! partition key in order and stops a key at its first failure; Kafka
@@ -14,7 +14,6 @@
 //! `src/main.rs` picks the source from `EVENT_SOURCE`.
 
 use std::fmt;
-use std::marker::PhantomData;
 
 use lambda_idempotency::dynamo::{Conditional, s, send_conditional};
 use lambda_idempotency::tracing::{self, Span, field::Empty};
@@ -62,26 +61,12 @@ impl Verdict for AuditOutcome {
 
 /// The handler, for records of any source `R`: one conditional write per
 /// event to `table` (hash key `event_id`, a string).
-pub struct AuditHandler<R> {
+pub struct AuditHandler {
     pub client: aws_sdk_dynamodb::Client,
     pub table: String,
-    /// The source; `fn() -> R` keeps the handler `Send + Sync` whatever `R`.
-    source: PhantomData<fn() -> R>,
 }
 
-impl<R> AuditHandler<R> {
-    /// A handler for records of `R` (the type says which source).
-    pub fn new(client: aws_sdk_dynamodb::Client, table: String) -> Self {
-        AuditHandler {
-            client,
-            table,
-            source: PhantomData,
-        }
-    }
-}
-
-impl<R: MessageRecord> Handler for AuditHandler<R> {
-    type Record = R;
+impl<R: MessageRecord> Handler<R> for AuditHandler {
     type Event = AuditEvent;
     type Verdict = AuditOutcome;
     type Failure = StoreError;

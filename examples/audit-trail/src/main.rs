@@ -15,36 +15,25 @@ async fn main() -> Result<(), lambda_idempotency::lambda_runtime::Error> {
     let settings = bootstrap::or_init_error(Settings::from_env(NAME, "audit-trail")).await?;
     let sdk = bootstrap::sdk_config().await;
     let client = bootstrap::dynamodb_client_from(&sdk);
+    let function = Function::builder(AuditHandler { client, table }).name(NAME);
     match env("EVENT_SOURCE").as_deref().unwrap_or("sqs") {
         // Returned messages come back after a back-off (RETRY_BACKOFF=off:
         // after the queue's visibility timeout).
         "sqs" => {
-            Function::builder(AuditHandler::<SqsMessage>::new(client, table))
-                .name(NAME)
-                .redelivery(bootstrap::redelivery(&sdk, &settings))
-                .settings(settings)
-                .build()?
-                .serve()
-                .await
+            let redelivery = bootstrap::redelivery(&sdk, &settings);
+            let function = function.redelivery(redelivery).settings(settings);
+            function.build()?.serve::<SqsMessage>().await
         }
         // A stream retries from the answer's lowest sequence number itself.
         "kinesis" => {
-            Function::builder(AuditHandler::<KinesisMessage>::new(client, table))
-                .name(NAME)
-                .settings(settings)
-                .build()?
-                .serve()
-                .await
+            let function = function.settings(settings);
+            function.build()?.serve::<KinesisMessage>().await
         }
         // Amazon MSK or self-managed Kafka: Lambda resumes each partition
         // from the lowest offset the answer lists.
         "kafka" => {
-            Function::builder(AuditHandler::<KafkaMessage>::new(client, table))
-                .name(NAME)
-                .settings(settings)
-                .build()?
-                .serve()
-                .await
+            let function = function.settings(settings);
+            function.build()?.serve::<KafkaMessage>().await
         }
         // A source it cannot read fails the cold start, before any event.
         _ => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use audit_trail::{AuditHandler, AuditOutcome, NAME};
 use lambda_idempotency::time::epoch_ms;
-use lambda_idempotency::{Function, KafkaMessage, KinesisMessage, Settings, SqsMessage, Verdict};
+use lambda_idempotency::{Function, Settings, Verdict};
 use lambda_idempotency_testing::kafka;
 use lambda_idempotency_testing::kinesis::{self, sequence_number as seq};
 use lambda_idempotency_testing::runtime_api::{Invocation, Reply, RuntimeApi, new_request_id};
@@ -25,26 +25,24 @@ async fn audit_db() -> TestDb {
 
 /// The audit trail's function over the fixture's table, and its readers.
 trait Audit {
-    fn function<R>(&self) -> Function<AuditHandler<R>>
-    where
-        AuditHandler<R>: lambda_idempotency::Handler;
+    fn function(&self) -> Function<AuditHandler>;
     async fn recorded(&self, event_id: &str) -> bool;
     async fn invoke_binary(&self, source: &str, event: &Value) -> Value;
 }
 
 impl Audit for TestDb {
-    /// The same function for records of either source.
-    fn function<R>(&self) -> Function<AuditHandler<R>>
-    where
-        AuditHandler<R>: lambda_idempotency::Handler,
-    {
+    /// The same function for records of any source.
+    fn function(&self) -> Function<AuditHandler> {
         let settings =
             Settings::from_lookup(&|_| None, NAME, "audit-trail").expect("default settings");
-        Function::builder(AuditHandler::new(self.client.clone(), self.table.clone()))
-            .name(NAME)
-            .settings(settings)
-            .build()
-            .expect("function")
+        Function::builder(AuditHandler {
+            client: self.client.clone(),
+            table: self.table.clone(),
+        })
+        .name(NAME)
+        .settings(settings)
+        .build()
+        .expect("function")
     }
 
     /// Is the event recorded?
@@ -114,7 +112,7 @@ fn labels_cover_every_verdict() {
 #[tokio::test]
 async fn the_same_handler_records_each_event_once_on_either_source() {
     let db = audit_db().await;
-    let on_kinesis = db.function::<KinesisMessage>();
+    let on_kinesis = db.function();
     let stream = kinesis::batch(vec![
         kinesis::record(&seq(1), "acc-1", audit("e-1", "acc-1").as_bytes()),
         kinesis::record(&seq(2), "acc-1", audit("e-1", "acc-1").as_bytes()),
@@ -124,7 +122,7 @@ async fn the_same_handler_records_each_event_once_on_either_source() {
     assert_eq!(labels, ["Recorded", "Duplicate"]);
     assert_eq!(answer.map(|a| kinesis::failed_ids(&a)), Ok(vec![]));
 
-    let on_sqs = db.function::<SqsMessage>();
+    let on_sqs = db.function();
     let queue = batch(vec![
         record("m-0", &audit("e-1", "acc-1")),
         record("m-1", &audit("e-2", "acc-2")),
@@ -201,7 +199,7 @@ async fn the_binary_on_kafka_answers_by_topic_partition_and_offset() {
 #[tokio::test]
 async fn the_same_handler_records_once_on_kafka_too() {
     let db = audit_db().await;
-    let on_kafka = db.function::<KafkaMessage>();
+    let on_kafka = db.function();
     let topic = kafka::batch(vec![
         kafka::record(0, 1, None, audit("e-1", "acc-1").as_bytes()),
         kafka::record(0, 2, None, audit("e-1", "acc-1").as_bytes()),

@@ -3,10 +3,8 @@
 //! SQS queue or a Kinesis stream with one handler; and a voucher redeemed
 //! once, whatever the retries, with `Idempotent`.
 
-use std::marker::PhantomData;
-
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue as Av, TransactWriteItem, Update};
 use lambda_idempotency::dynamo::{Conditional, send_conditional};
 use lambda_idempotency::{
     BatchContext, Handler, IdempotencyError, Idempotent, MessageRecord, ParseError, StoreError,
@@ -48,24 +46,12 @@ verdicts! {
 /// The handler, for records of any source `R` (`SqsMessage`,
 /// `KinesisMessage`): one conditional UpdateItem per event on the
 /// customer's item (`customerId`: `balance`, and the `events` applied).
-pub struct Loyalty<R> {
+pub struct Loyalty {
     pub client: Client,
     pub table: String,
-    pub source: PhantomData<fn(&R)>,
 }
 
-impl<R> Loyalty<R> {
-    pub fn new(client: Client, table: String) -> Self {
-        Loyalty {
-            client,
-            table,
-            source: PhantomData,
-        }
-    }
-}
-
-impl<R: MessageRecord> Handler for Loyalty<R> {
-    type Record = R;
+impl<R: MessageRecord> Handler<R> for Loyalty {
     type Event = PointsEvent;
     type Verdict = Points;
     type Failure = StoreError;
@@ -113,7 +99,7 @@ impl<R: MessageRecord> Handler for Loyalty<R> {
     }
 }
 
-/// A voucher redemption: the voucher's points credited once per voucher.
+/// A voucher redemption: its points credited to the customer once.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Voucher {
     pub voucher_id: String,
@@ -121,8 +107,9 @@ pub struct Voucher {
     pub points: u64,
 }
 
-/// The credit and the key's record commit in one transaction: a retry,
-/// however late, replays the first answer and credits nothing.
+/// The credit and the voucher's idempotency record commit in one
+/// transaction: a retry, however late, replays the first answer and
+/// credits nothing.
 pub async fn redeem(
     vouchers: &Idempotent<Voucher, u64>,
     table: &str,
@@ -131,15 +118,14 @@ pub async fn redeem(
 ) -> Result<u64, IdempotencyError<StoreError>> {
     vouchers
         .call_transact(voucher, deadline, |v| async move {
-            let credit = Put::builder()
+            let credit = Update::builder()
                 .table_name(table)
-                .item("customerId", Av::S(format!("voucher#{}", v.voucher_id)))
-                .item("credited", Av::N(v.points.to_string()))
+                .key("customerId", Av::S(v.customer_id))
+                .update_expression("ADD balance :p")
+                .expression_attribute_values(":p", Av::N(v.points.to_string()))
                 .build()?;
-            Ok((
-                v.points,
-                vec![TransactWriteItem::builder().put(credit).build()],
-            ))
+            let credit = TransactWriteItem::builder().update(credit).build();
+            Ok((v.points, vec![credit]))
         })
         .await
 }

@@ -12,12 +12,11 @@ async fn main() -> Result<(), Error> {
     let client = bootstrap::dynamodb_client().await;
     // Its settings (MAX_CONCURRENCY, METRICS_NAMESPACE, ...) are read from
     // the environment by `build`, once per cold start.
+    let function = Function::builder(Loyalty { client, table }).name("LoyaltyPoints");
     if std::env::var("EVENT_SOURCE").as_deref() == Ok("kinesis") {
-        let kinesis = Function::builder(Loyalty::<KinesisMessage>::new(client, table));
-        return kinesis.name("LoyaltyPoints").build()?.serve().await;
+        return function.build()?.serve::<KinesisMessage>().await;
     }
     // A standard queue: a customer's failed event holds back the rest.
-    let sqs = Function::builder(Loyalty::<SqsMessage>::new(client, table));
-    let sqs = sqs.name("LoyaltyPoints").key_order(KeyOrder::Strict);
-    sqs.build()?.serve().await
+    let function = function.key_order(KeyOrder::Strict).build()?;
+    function.serve::<SqsMessage>().await
 }

@@ -81,15 +81,14 @@ pub struct ReservationHandler {
     pub table: String,
 }
 
-impl Handler for ReservationHandler {
-    type Record = lambda_idempotency::SqsMessage;
+impl Handler<lambda_idempotency::SqsMessage> for ReservationHandler {
     type Event = Reservation;
     type Verdict = ReservationOutcome;
     type Failure = StoreError;
 
     /// Parse one body (plain, SNS- or EventBridge-wrapped) with the
     /// library's strict readers: a specific error, never the value.
-    fn parse(&self, record: &Self::Record) -> Result<Reservation, ParseError> {
+    fn parse(&self, record: &lambda_idempotency::SqsMessage) -> Result<Reservation, ParseError> {
         parse_wrapped(record.body.as_deref(), |v| {
             let obj = as_object(v, "(event)")?;
             let kind = match req_str(obj, "", "type")? {

@@ -119,8 +119,7 @@ impl NotifierHandler {
     }
 }
 
-impl Handler for NotifierHandler {
-    type Record = EventRecord;
+impl Handler<EventRecord> for NotifierHandler {
     type Event = Read;
     type Verdict = NotifyOutcome;
     type Failure = NotifyError;

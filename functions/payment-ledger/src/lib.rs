@@ -65,8 +65,7 @@ impl LedgerHandler {
     }
 }
 
-impl Handler for LedgerHandler {
-    type Record = SqsMessage;
+impl Handler<SqsMessage> for LedgerHandler {
     type Event = LedgerEvent;
     type Verdict = LedgerOutcome;
     type Failure = StoreError;

@@ -214,8 +214,7 @@ impl {{ cookiecutter.__entity_type }}Handler {
     }
 }
 
-impl Handler for {{ cookiecutter.__entity_type }}Handler {
-    type Record = SqsMessage;
+impl Handler<SqsMessage> for {{ cookiecutter.__entity_type }}Handler {
     type Event = {{ cookiecutter.__entity_type }}Event;
     type Verdict = Outcome;
     type Failure = StoreError;

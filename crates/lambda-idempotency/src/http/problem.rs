@@ -19,7 +19,7 @@ pub const DEFAULT_PROBLEM_PREFIX: &str = "urn:lambda-idempotency:problem:";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// A URI naming the problem type (a URN such as
-    /// `urn:order-api:problem:idempotency-key-reused`), stable for clients
+    /// `urn:payments:problem:idempotency-key-reused`), stable for clients
     /// to match on.
     #[serde(rename = "type")]
     pub kind: String,

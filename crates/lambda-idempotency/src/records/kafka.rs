@@ -719,8 +719,7 @@ mod kafka_tests {
         }
     }
 
-    impl crate::Handler for Texts {
-        type Record = KafkaMessage;
+    impl crate::Handler<KafkaMessage> for Texts {
         type Event = String;
         type Verdict = Seen;
         type Failure = crate::StoreError;

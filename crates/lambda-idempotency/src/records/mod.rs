@@ -124,8 +124,8 @@ pub trait BatchEvent: Send + Sync {
 
 /// A record that carries one message as bytes: an SQS message's body, a
 /// Kinesis record's data, a Kafka record's value. A handler generic over it
-/// (`impl<R: MessageRecord> Handler for MyHandler<R>`, `type Record = R`)
-/// runs unchanged on either source; the engine applies each source's own
+/// (`impl<R: MessageRecord> Handler<R> for MyHandler`) runs unchanged on
+/// either source; the engine applies each source's own
 /// rules (grouping, strict order, the answer's ids).
 ///
 /// DynamoDB stream records do not implement it: they carry an item's
@@ -134,14 +134,13 @@ pub trait BatchEvent: Send + Sync {
 /// ```
 /// # #[cfg(all(feature = "sqs", feature = "kinesis"))]
 /// # {
-/// use std::marker::PhantomData;
 /// use std::time::Duration;
 ///
 /// use lambda_idempotency::tracing::Span;
 /// use lambda_idempotency::engine::{BatchEvent, KinesisBatch, SqsEvent, process};
 /// use lambda_idempotency::{
-///     BatchContext, BatchSettings, Handler, KinesisMessage, MessageRecord, ParseError,
-///     SqsMessage, StoreError, Verdict,
+///     BatchContext, BatchSettings, Handler, MessageRecord, ParseError, SqsMessage, StoreError,
+///     Verdict,
 /// };
 ///
 /// #[derive(Debug, Clone)]
@@ -156,10 +155,9 @@ pub trait BatchEvent: Send + Sync {
 /// }
 ///
 /// /// Written once, for any source: the payload is a name.
-/// struct Names<R>(PhantomData<fn() -> R>);
+/// struct Names;
 ///
-/// impl<R: MessageRecord> Handler for Names<R> {
-///     type Record = R;
+/// impl<R: MessageRecord> Handler<R> for Names {
 ///     type Event = String;
 ///     type Verdict = Seen;
 ///     type Failure = StoreError;
@@ -184,8 +182,7 @@ pub trait BatchEvent: Send + Sync {
 /// message.message_id = Some("m1".into());
 /// message.body = Some("Ada".into());
 /// queue.records.push(message);
-/// let names = Names::<SqsMessage>(PhantomData);
-/// let report = process(&names, BatchSettings::default(), queue.records(), deadline).await;
+/// let report = process(&Names, BatchSettings::default(), queue.records(), deadline).await;
 /// assert_eq!(report.counts().get("Seen"), 1);
 ///
 /// // On Kinesis: the data, decoded ("QWRh" is "Ada"); a record whose data
@@ -195,8 +192,7 @@ pub trait BatchEvent: Send + Sync {
 ///                "approximateArrivalTimestamp": 1545084650.987}},
 ///   {"kinesis": {"partitionKey": "q", "sequenceNumber": "2", "data": "%%",
 ///                "approximateArrivalTimestamp": 1545084650.987}}]}"#).unwrap();
-/// let names = Names::<KinesisMessage>(PhantomData);
-/// let report = process(&names, BatchSettings::default(), stream.records(), deadline).await;
+/// let report = process(&Names, BatchSettings::default(), stream.records(), deadline).await;
 /// assert_eq!(report.counts().get("Seen"), 1);
 /// assert_eq!(report.counts().get("Invalid"), 1);
 /// let answer = KinesisBatch::response(report.failures().unwrap());
