@@ -7,9 +7,10 @@
 //! it) only if its outcome is acknowledged, i.e. its effect is committed or is
 //! known never to need committing. Everything else goes back to the queue.
 //!
-//! What differs between consumers is behind [`Handler`]: what a record is (an SQS message, a
-//! DynamoDB stream record, see [`BatchRecord`]), how it is parsed, which
-//! records must be applied one after another, and how one record is applied.
+//! What differs between consumers is behind [`Handler`]: how a record (its
+//! type parameter, a [`BatchRecord`]: an SQS message, a DynamoDB stream
+//! record, ...) is parsed, which records must be applied one after
+//! another, and how one record is applied.
 //! Their verdicts implement [`Verdict`]; the engine wraps each in a
 //! [`RecordOutcome`] with the outcomes every consumer shares. Grouping,
 //! strict ordering (FIFO queues, streams), the deadline, logging and the
@@ -32,9 +33,12 @@ use crate::outcome::{self, Failure, RecordOutcome, Skip, Verdict};
 use crate::records::BatchRecord;
 use crate::wire::ParseError;
 
-/// How your consumer reads and applies one record; the batch machinery
+/// How your consumer reads and applies one record `R`; the batch machinery
 /// (grouping, order, the deadline, the answer to Lambda) is generic over it.
-/// Required: [`parse`](Self::parse), [`key`](Self::key) and
+/// `R` is what the batch carries: an `SqsMessage`, a DynamoDB stream
+/// `EventRecord`, a `KinesisMessage`, a `KafkaMessage`; a handler that
+/// serves every message source alike is `impl<R: MessageRecord>
+/// Handler<R> for MyHandler`. Required: [`parse`](Self::parse), [`key`](Self::key) and
 /// [`apply`](Self::apply); the rest have defaults.
 ///
 /// # Example

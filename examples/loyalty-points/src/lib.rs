@@ -108,8 +108,10 @@ pub struct Voucher {
 }
 
 /// The credit and the voucher's idempotency record commit in one
-/// transaction: a retry, however late, replays the first answer and
-/// credits nothing.
+/// transaction: a retry replays the first answer and credits nothing. The
+/// customer's item keeps the vouchers it was credited, so a retry after
+/// the record expired is refused (`IdempotencyError::Cancelled`), not
+/// credited again.
 pub async fn redeem(
     vouchers: &Idempotent<Voucher, u64>,
     table: &str,
@@ -121,8 +123,11 @@ pub async fn redeem(
             let credit = Update::builder()
                 .table_name(table)
                 .key("customerId", Av::S(v.customer_id))
-                .update_expression("ADD balance :p")
+                .update_expression("ADD balance :p, vouchers :vs")
+                .condition_expression("NOT contains(vouchers, :v)")
                 .expression_attribute_values(":p", Av::N(v.points.to_string()))
+                .expression_attribute_values(":vs", Av::Ss(vec![v.voucher_id.clone()]))
+                .expression_attribute_values(":v", Av::S(v.voucher_id))
                 .build()?;
             let credit = TransactWriteItem::builder().update(credit).build();
             Ok((v.points, vec![credit]))

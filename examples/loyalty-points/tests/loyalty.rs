@@ -4,8 +4,8 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::{
-    BatchError, Function, IdempotencyOptions, IdempotencyStore, IdempotencyTable, Idempotent,
-    Settings,
+    BatchError, Function, IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
+    Idempotent, Settings,
 };
 use lambda_idempotency_testing::kinesis::{self, sequence_number as seq};
 use lambda_idempotency_testing::{
@@ -104,23 +104,30 @@ async fn an_outage_fails_the_invocation() {
     assert_eq!(answer.err(), Some(BatchError::Outage(1)));
 }
 
-#[tokio::test]
-async fn a_voucher_is_credited_to_its_customer_once() {
-    let client = client_for(&start_dynoxide().await);
-    let (table, keys) = (unique_name("loyalty"), unique_name("keys"));
-    create_table(&client, &table, "customerId")
-        .await
-        .expect("table");
-    create_table(&client, &keys, "id").await.expect("table");
+/// Vouchers over an empty idempotency table of their own (a table whose
+/// records expired reads the same).
+async fn vouchers_over_new_table(client: &aws_sdk_dynamodb::Client) -> Idempotent<Voucher, u64> {
+    let keys = unique_name("keys");
+    create_table(client, &keys, "id").await.expect("table");
     let store = IdempotencyStore::new(
         client.clone(),
         IdempotencyTable::new(keys).expect("a name"),
         IdempotencyOptions::default(),
     )
     .expect("a store");
-    let vouchers: Idempotent<Voucher, u64> = Idempotent::new(store, "vouchers")
+    Idempotent::new(store, "vouchers")
         .expect("a name")
-        .key(|v: &Voucher| Some(v.voucher_id.clone()));
+        .key(|v: &Voucher| Some(v.voucher_id.clone()))
+}
+
+#[tokio::test]
+async fn a_voucher_is_credited_to_its_customer_once() {
+    let client = client_for(&start_dynoxide().await);
+    let table = unique_name("loyalty");
+    create_table(&client, &table, "customerId")
+        .await
+        .expect("table");
+    let vouchers = vouchers_over_new_table(&client).await;
     let deadline = lambda_idempotency::time::epoch_ms() + 30_000;
     let voucher = || Voucher {
         voucher_id: "v1".into(),
@@ -132,4 +139,14 @@ async fn a_voucher_is_credited_to_its_customer_once() {
         assert_eq!(credited.expect("redeemed"), 25);
     }
     assert_eq!(balance(&client, &table, "c1").await, 25, "credited once");
+
+    // Days later, its idempotency record gone: the customer's item still
+    // refuses a second credit.
+    let forgotten = vouchers_over_new_table(&client).await;
+    let late = redeem(&forgotten, &table, voucher(), deadline).await;
+    assert!(
+        matches!(late, Err(IdempotencyError::Cancelled { .. })),
+        "{late:?}"
+    );
+    assert_eq!(balance(&client, &table, "c1").await, 25, "still once");
 }
