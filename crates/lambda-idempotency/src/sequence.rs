@@ -80,8 +80,8 @@ pub enum Refusal<K> {
 }
 
 /// Why the write of the event numbered `seq` (from 1: a parser refuses 0)
-/// was refused, from the item it was checked against: `stored` is `None` when no item came back (the
-/// key has none yet); `creates` is whether the event is the kind that
+/// was refused, from the item it was checked against: `stored` is `None`
+/// when no item came back (the key has none yet); `creates` is whether the event is the kind that
 /// creates its key; `processed` says what was recorded under `seq`, asked
 /// only when `seq` has been processed.
 ///

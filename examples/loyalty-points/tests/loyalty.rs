@@ -2,15 +2,12 @@
 //! the one handler on SQS and on Kinesis through `Function::handle_batch`,
 //! an outage, and the voucher redeemed once.
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_idempotency::{
     BatchError, Function, IdempotencyError, IdempotencyOptions, IdempotencyStore, IdempotencyTable,
     Idempotent, Settings,
 };
 use lambda_idempotency_testing::kinesis::{self, sequence_number as seq};
-use lambda_idempotency_testing::{
-    batch, client_for, create_table, failed_ids, far_deadline, record, start_dynoxide, unique_name,
-};
+use lambda_idempotency_testing::{TestDb, batch, client_for, failed_ids, far_deadline, record};
 use loyalty_points::{Loyalty, Voucher, redeem};
 use serde_json::json;
 
@@ -30,17 +27,14 @@ fn event(kind: &str, id: &str, customer: &str, points: u64) -> String {
     json!({"type": kind, "eventId": id, "customerId": customer, "points": points}).to_string()
 }
 
-async fn balance(client: &aws_sdk_dynamodb::Client, table: &str, customer: &str) -> i64 {
-    let item = client
-        .get_item()
-        .table_name(table)
-        .key("customerId", AttributeValue::S(customer.into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .expect("GetItem")
-        .item
-        .unwrap_or_default();
+/// The customers' table (hash key `customerId`) on its own local DynamoDB.
+async fn loyalty_db() -> TestDb {
+    TestDb::with_table("loyalty", "customerId").await
+}
+
+/// A customer's balance, read consistently (0 before any event).
+async fn balance(db: &TestDb, customer: &str) -> i64 {
+    let item = db.get("customerId", customer).await.unwrap_or_default();
     item.get("balance")
         .and_then(|b| b.as_n().ok())
         .map_or(0, |n| n.parse().expect("a number"))
@@ -48,12 +42,8 @@ async fn balance(client: &aws_sdk_dynamodb::Client, table: &str, customer: &str)
 
 #[tokio::test]
 async fn points_apply_once_in_order_and_an_uncovered_redemption_is_rejected() {
-    let client = client_for(&start_dynoxide().await);
-    let table = unique_name("loyalty");
-    create_table(&client, &table, "customerId")
-        .await
-        .expect("table");
-    let sqs = function(&client, &table);
+    let db = loyalty_db().await;
+    let sqs = function(&db.client, &db.table);
     let e = batch(vec![
         record("m1", &event("PointsEarned", "e1", "c1", 100)),
         record("m2", &event("PointsRedeemed", "e2", "c1", 60)),
@@ -70,10 +60,10 @@ async fn points_apply_once_in_order_and_an_uncovered_redemption_is_rejected() {
     // Only the invalid record goes back; its error names no value.
     assert_eq!(failed_ids(&answer.expect("a partial batch")), ["m5"]);
     assert!(!format!("{:?}", report.records[4].outcome).contains("secret"));
-    assert_eq!(balance(&client, &table, "c1").await, 40);
+    assert_eq!(balance(&db, "c1").await, 40);
 
     // The same handler on Kinesis: a redelivered record is a duplicate.
-    let kinesis_fn = function(&client, &table);
+    let kinesis_fn = function(&db.client, &db.table);
     let stream = kinesis::batch(vec![
         kinesis::record(
             &seq(1),
@@ -90,7 +80,7 @@ async fn points_apply_once_in_order_and_an_uncovered_redemption_is_rejected() {
     let labels: Vec<_> = report.outcomes().map(|o| o.label()).collect();
     assert_eq!(labels, ["Applied", "Duplicate"]);
     assert!(kinesis::failed_ids(&answer.expect("answers")).is_empty());
-    assert_eq!(balance(&client, &table, "c2").await, 5);
+    assert_eq!(balance(&db, "c2").await, 5);
 }
 
 /// DynamoDB unreachable: every record fails, and the invocation fails
@@ -104,13 +94,12 @@ async fn an_outage_fails_the_invocation() {
     assert_eq!(answer.err(), Some(BatchError::Outage(1)));
 }
 
-/// Vouchers over an empty idempotency table of their own (a table whose
-/// records expired reads the same).
-async fn vouchers_over_new_table(client: &aws_sdk_dynamodb::Client) -> Idempotent<Voucher, u64> {
-    let keys = unique_name("keys");
-    create_table(client, &keys, "id").await.expect("table");
+/// Vouchers over an empty idempotency table of their own, `keys` (a table
+/// whose records expired reads the same).
+async fn vouchers_over_new_table(db: &TestDb, keys: &str) -> Idempotent<Voucher, u64> {
+    let keys = db.extra_table(keys, "id").await;
     let store = IdempotencyStore::new(
-        client.clone(),
+        db.client.clone(),
         IdempotencyTable::new(keys).expect("a name"),
         IdempotencyOptions::default(),
     )
@@ -122,12 +111,8 @@ async fn vouchers_over_new_table(client: &aws_sdk_dynamodb::Client) -> Idempoten
 
 #[tokio::test]
 async fn a_voucher_is_credited_to_its_customer_once() {
-    let client = client_for(&start_dynoxide().await);
-    let table = unique_name("loyalty");
-    create_table(&client, &table, "customerId")
-        .await
-        .expect("table");
-    let vouchers = vouchers_over_new_table(&client).await;
+    let db = loyalty_db().await;
+    let vouchers = vouchers_over_new_table(&db, "keys").await;
     let deadline = lambda_idempotency::time::epoch_ms() + 30_000;
     let voucher = || Voucher {
         voucher_id: "v1".into(),
@@ -135,18 +120,18 @@ async fn a_voucher_is_credited_to_its_customer_once() {
         points: 25,
     };
     for _ in 0..2 {
-        let credited = redeem(&vouchers, &table, voucher(), deadline).await;
+        let credited = redeem(&vouchers, &db.table, voucher(), deadline).await;
         assert_eq!(credited.expect("redeemed"), 25);
     }
-    assert_eq!(balance(&client, &table, "c1").await, 25, "credited once");
+    assert_eq!(balance(&db, "c1").await, 25, "credited once");
 
     // Days later, its idempotency record gone: the customer's item still
     // refuses a second credit.
-    let forgotten = vouchers_over_new_table(&client).await;
-    let late = redeem(&forgotten, &table, voucher(), deadline).await;
+    let forgotten = vouchers_over_new_table(&db, "forgotten-keys").await;
+    let late = redeem(&forgotten, &db.table, voucher(), deadline).await;
     assert!(
         matches!(late, Err(IdempotencyError::Cancelled { .. })),
         "{late:?}"
     );
-    assert_eq!(balance(&client, &table, "c1").await, 25, "still once");
+    assert_eq!(balance(&db, "c1").await, 25, "still once");
 }
